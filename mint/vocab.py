@@ -19,8 +19,8 @@ SPECIAL_TOKENS = ("<pad>", "<unk>", "<bos>", "<eos>", "<human>", "<assistant>") 
 
 # %% ../nbs/01_vocab.ipynb #9bc8530a
 def is_vocab_char(ch: str) -> bool:
-    "True if the single character `ch` may be a vocabulary entry: not whitespace, not control/format/surrogate (Cc, Cf, Cs)."
-    return len(ch) == 1 and not ch.isspace() and unicodedata.category(ch) not in ("Cc", "Cf", "Cs")
+    "True if the single character `ch` may be a vocabulary entry: the plain space, or not whitespace and not control/format/surrogate (Cc, Cf, Cs)."
+    return ch == " " or (len(ch) == 1 and not ch.isspace() and unicodedata.category(ch) not in ("Cc", "Cf", "Cs"))
 
 # %% ../nbs/01_vocab.ipynb #72959367
 def codepoints(text: str) -> np.ndarray:
@@ -101,7 +101,7 @@ def _build(cls, texts, min_count: int = 2) -> Vocab:
     counts = char_counts(texts)
     if not counts: raise ValueError("Vocab.build: the corpus is empty (no characters at all)")
     chars = [c for c, n in counts.items() if n >= min_count and is_vocab_char(c)]  # dict is in code-point order
-    if not chars:
+    if not [c for c in chars if c != " "]:
         raise ValueError(f"Vocab.build: no character occurs >= {min_count} times among the "
                          f"{sum(counts.values())} characters of the corpus (excluding whitespace/control)")
     return cls(chars, min_count=int(min_count))
