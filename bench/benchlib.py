@@ -1,0 +1,80 @@
+"""What every benchmark here shares: where it ran (host, device, versions), appending a JSON record to
+bench/results/<name>.jsonl, and printing a table."""
+from __future__ import annotations
+import datetime, json, os, platform, sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+if str(ROOT) not in sys.path: sys.path.insert(1, str(ROOT))     # `import mint` without `pip install -e .`
+
+
+def cpu_model() -> str:
+    "The processor's name from /proc/cpuinfo (platform.processor() elsewhere)."
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"): return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(mod: str):
+    try:
+        m = __import__(mod)
+        return getattr(m, "__version__", "?")
+    except Exception:
+        return None
+
+
+def blas_threads() -> list[dict] | None:
+    "NumPy's BLAS library and its thread count (threadpoolctl, where installed)."
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    return [{k: i.get(k) for k in ("internal_api", "version", "num_threads")} for i in threadpool_info()
+            if i.get("user_api") == "blas"]
+
+
+def host_info(device: str = "cpu") -> dict:
+    "Where the benchmark runs: CPU model and cores, OS, Python, numpy/numba/torch versions; GPU name with device='cuda'."
+    info = dict(cpu=cpu_model(), cpu_count=os.cpu_count(),
+                cpus_usable=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+                platform=platform.platform(), python=platform.python_version(),
+                numpy=_version("numpy"), numba=_version("numba"), torch=_version("torch"))
+    try:
+        import importlib.metadata as md
+        info["numba_cuda"] = md.version("numba-cuda")
+    except Exception:
+        info["numba_cuda"] = None
+    try:
+        import torch
+        info["torch_threads"] = torch.get_num_threads()
+        if device == "cuda" and torch.cuda.is_available():
+            p = torch.cuda.get_device_properties(0)
+            info.update(gpu=p.name, gpu_memory_GiB=round(p.total_memory / 2**30, 1),
+                        gpu_compute_capability=f"{p.major}.{p.minor}", torch_cuda=torch.version.cuda)
+    except ImportError:
+        pass
+    info["blas"] = blas_threads()
+    if hasattr(os, "getloadavg"): info["loadavg_1_5_15"] = [round(x, 2) for x in os.getloadavg()]   # other work on the host skews timings
+    info["device"] = info.get("gpu") if device == "cuda" else f"{info['cpu']} ({info['cpus_usable']} cores)"
+    return info
+
+
+def record(name: str, rec: dict) -> Path:
+    "Append `rec` (with the UTC date) as one JSON line to bench/results/<name>.jsonl; return the path."
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.jsonl"
+    rec = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **rec}
+    with open(path, "a") as f: f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    return path
+
+
+def table(rows: list[dict], cols: list[tuple[str, str, str]]) -> str:
+    "A Markdown table of `rows` with columns (key, header, format)."
+    head = "| " + " | ".join(h for _, h, _ in cols) + " |"
+    sep = "|" + "|".join("---:" if f else "---" for _, _, f in cols) + "|"
+    body = ["| " + " | ".join(("" if r.get(k) is None else format(r[k], f)) for k, _, f in cols) + " |" for r in rows]
+    return "\n".join([head, sep, *body])
