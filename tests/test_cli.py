@@ -89,7 +89,8 @@ def test_corrupt_checkpoint(pretrained, tmp_path, capsys):
 
 
 def test_text_with_no_characters_in_vocab(pretrained, tmp_path, capsys):
-    f = tmp_path / "latin.txt"; f.write_text("abc def\nxyz uvw\n" * 50)
+    f = tmp_path / "latin.txt"
+    f.write_text("".join(f"한국어 문장 {chr(0xAC00 + i)}{chr(0xAC00 + 2 * i)}\n" for i in range(60)))
     code, _, err = run(["train", "--data", f, "--init", pretrained, "--steps", "2", "--out", tmp_path / "r", "--no-progress"], capsys)
     assert "latin.txt" in one_line_error(code, err)
 
