@@ -42,8 +42,9 @@ def cross_entropy_ref(logits: np.ndarray, targets: np.ndarray, loss_mask: np.nda
     p = np.exp(logits - m)                                          # [N,V] e^{z-m} in (0, 1]: the one big temporary
     s = p.sum(axis=1)                                               # [N] >= 1
     nll = np.log(s) - (logits[rows, targets] - m[:, 0])             # [N] -log P(target)
-    w = loss_mask.astype(logits.dtype) / logits.dtype.type(count) if count > 0 else np.zeros(n, logits.dtype)
-    loss = float(np.dot(loss_mask.astype(np.float64), nll) / count) if count > 0 else 0.0
+    if count == 0: return 0.0, np.zeros_like(logits)                # nothing to score (not "count <= 0": NaN must not pass)
+    w = loss_mask.astype(logits.dtype) / logits.dtype.type(count)
+    loss = float(np.dot(loss_mask.astype(np.float64), nll) / count)   # NaN in the mask -> NaN loss, so the run stops
     p /= s[:, None]                                                 # P, in place
     p[rows, targets] -= 1                                           # P - onehot
     p *= w[:, None]                                                 # * mask / N_mask
