@@ -78,3 +78,8 @@ def table(rows: list[dict], cols: list[tuple[str, str, str]]) -> str:
     sep = "|" + "|".join("---:" if f else "---" for _, _, f in cols) + "|"
     body = ["| " + " | ".join(("" if r.get(k) is None else format(r[k], f)) for k, _, f in cols) + " |" for r in rows]
     return "\n".join([head, sep, *body])
+
+
+TRAIN_STEP_COLS = [("preset", "preset", ""), ("params", "params", ","), ("shape", "B×T", ""), ("side", "implementation", ""),
+                   ("tps", "tokens/s (best round)", ",.0f"), ("ms", "ms/step", ".1f"), ("ratio", "Mint ÷ this", ".2f"),
+                   ("med", "tokens/s (median)", ",.0f"), ("ratio_med", "Mint ÷ this (median)", ".2f")]
