@@ -1,7 +1,7 @@
 """The peer's run of `mint train`: the same model trained in PyTorch on the same data pipeline, for the same time
 budget, to give the validation loss Mint's run is compared with.
 
-    python bench/torch_train_peoples_daily.py                     # tiny preset, 1200 steps or 9 minutes, CPU
+    python bench/torch_train_peoples_daily.py                     # mint train's defaults (TrainConfig), CPU
     python bench/torch_train_peoples_daily.py --device cuda --preset medium
 
 Everything but the arithmetic is Mint's, with `mint train`'s defaults: `mint.data.load_peoples_daily` →
@@ -23,6 +23,7 @@ from torch_model import MintTorch, load_flat, batch_to_torch, loss_of_batch  # n
 from mint import data as D  # noqa: E402
 from mint.core import preset, seed_everything  # noqa: E402
 from mint.model import init_params, n_params  # noqa: E402
+from mint.train import TrainConfig  # noqa: E402
 from mint.optim import lr_at, warmup_steps  # noqa: E402
 from mint.vocab import Vocab  # noqa: E402
 
@@ -43,13 +44,14 @@ def evaluate(model, batches, device, limit=None) -> float:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="tiny", choices=["tiny", "small", "medium", "large"])
-    ap.add_argument("--steps", type=int, default=1200, help="steps of the lr schedule (default 1200, as mint train)")
-    ap.add_argument("--batch-size", type=int, default=32)
+    dflt = TrainConfig()  # mint train's defaults, from the one place that defines them
+    ap.add_argument("--steps", type=int, default=dflt.steps, help=f"steps of the lr schedule (default {dflt.steps}, as mint train)")
+    ap.add_argument("--batch-size", type=int, default=dflt.batch_size)
     ap.add_argument("--seq-len", type=int, default=None, help="default: the preset's max_seq_len")
-    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--lr", type=float, default=dflt.base_lr)
     ap.add_argument("--warmup", type=int, default=None, help="default steps/10 (mint.optim.warmup_steps)")
     ap.add_argument("--clip", type=float, default=50.0)
-    ap.add_argument("--eval-every", type=int, default=200)
+    ap.add_argument("--eval-every", type=int, default=dflt.eval_every)
     ap.add_argument("--eval-batches", type=int, default=16, help="batches per periodic validation (the final one uses all)")
     ap.add_argument("--time-limit", type=float, default=9.0, help="minutes (default 9, as mint train; 0 = none)")
     ap.add_argument("--max", type=int, default=None, dest="max_lines", help="use at most N lines of the corpus")

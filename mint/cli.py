@@ -22,6 +22,8 @@ def _add_sampling(p):
 
 def build_parser() -> argparse.ArgumentParser:
     "The `mint` argument parser with all subcommands."
+    from mint.train import TrainConfig
+    D = TrainConfig()                       # the defaults live in one place: TrainConfig
     ap = argparse.ArgumentParser(prog="mint", description="Train, fine-tune and chat with small char-level Chinese transformers (NumPy or numba.cuda).")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
@@ -31,20 +33,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="peoples_daily (default), chatterbot, a task under --root (belle, lccc, cmrc2018, zhwiki) or a file (.txt/.jsonl/.json/.xml[.bz2])")
     t.add_argument("--root", default="data", help="folder searched for task data (default: data)")
     t.add_argument("--preset", default=None, choices=["tiny", "small", "medium", "large"], help="model size (default tiny; with --init: the checkpoint's)")
-    t.add_argument("--steps", type=int, default=1200, help="optimizer steps (default 1200)")
-    t.add_argument("--batch-size", type=int, default=32, help="sequences per step (default 32)")
+    t.add_argument("--steps", type=int, default=D.steps, help=f"optimizer steps (default {D.steps})")
+    t.add_argument("--batch-size", type=int, default=D.batch_size, help=f"sequences per step (default {D.batch_size})")
     t.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (default: the preset's max_seq_len)")
-    t.add_argument("--lr", type=float, default=None, help="peak learning rate (default 1e-3, or 2e-4 with --init)")
+    t.add_argument("--lr", type=float, default=None, help=f"peak learning rate (default {D.base_lr:g}, or 2e-4 with --init)")
     t.add_argument("--warmup", type=int, default=None, help="warmup steps (default steps/10, or steps/50 and >= 10 with --init)")
-    t.add_argument("--weight-decay", type=float, default=0.0, help="AdamW decoupled weight decay (default 0)")
-    t.add_argument("--clip", type=float, default=50.0, help="global gradient-norm clip (default 50, as in the report)")
-    t.add_argument("--eval-every", type=int, default=200, help="validate every N steps (default 200)")
+    t.add_argument("--weight-decay", type=float, default=D.weight_decay, help=f"AdamW decoupled weight decay (default {D.weight_decay:g})")
+    t.add_argument("--clip", type=float, default=D.max_grad_norm, help=f"global gradient-norm clip (default {D.max_grad_norm:g}, as in the report)")
+    t.add_argument("--eval-every", type=int, default=D.eval_every, help=f"validate every N steps (default {D.eval_every})")
     t.add_argument("--max", type=int, default=None, dest="max_samples", help="use at most N samples of the corpus")
     t.add_argument("--init", default=None, help="fine-tune from this checkpoint (keeps its vocab and config)")
     t.add_argument("--out", default=None, help=f"run folder for checkpoints (default {DEFAULT_RUN}, or runs/<data>)")
     t.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto (default) uses a real GPU if present")
     t.add_argument("--time-limit", type=float, default=9.0, help="stop training after this many minutes, keeping the best checkpoint (default 9; 0 = none)")
-    t.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    t.add_argument("--seed", type=int, default=D.seed, help=f"random seed (default {D.seed})")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     g = sub.add_parser("generate", help="continue a prompt", description="Continue a prompt with a trained language model.")
@@ -68,8 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="pretrain → fine-tune → chat on the bundled corpora",
                        description="Pretrain on People's Daily, fine-tune on the chatterbot Chinese conversations, then chat a few scripted rounds.")
-    d.add_argument("--pretrain-steps", type=int, default=1200, help="pretraining steps (default 1200)")
-    d.add_argument("--finetune-steps", type=int, default=600, help="fine-tuning steps (default 600)")
+    d.add_argument("--pretrain-steps", type=int, default=D.steps, help=f"pretraining steps (default {D.steps}, as mint train)")
+    d.add_argument("--finetune-steps", type=int, default=200, help="fine-tuning steps (default 200; validated every 25, the best kept)")
     d.add_argument("--preset", default="tiny", choices=["tiny", "small", "medium", "large"])
     d.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     d.add_argument("--out", default="runs/demo", help="folder for both runs (default runs/demo)")
@@ -144,7 +146,7 @@ def cmd_demo(a):
     from mint.chat import ChatSession
     out = Path(a.out)
     pre = train_corpus("peoples_daily", a.preset, TrainConfig(steps=a.pretrain_steps, seed=a.seed), out / "pretrain", device=a.device)
-    ft = train_corpus("chatterbot", None, TrainConfig(steps=a.finetune_steps, finetune=True, seed=a.seed), out / "chat",
+    ft = train_corpus("chatterbot", None, TrainConfig(steps=a.finetune_steps, finetune=True, eval_every=25, seed=a.seed), out / "chat",
                       init=pre["checkpoint"], device=a.device)
     ck = load_checkpoint(ft["checkpoint"])
     s = ChatSession(ck.params, ck.config, ck.vocab, seed=a.seed)
@@ -159,6 +161,9 @@ def main(argv=None) -> int:
     from mint.checkpoint import CheckpointError
     try:
         return COMMANDS[a.cmd](a) or 0
+    except BrokenPipeError:                 # output piped into `head` etc.: not an error of ours
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 1
     except (ValueError, FileNotFoundError, RuntimeError, CheckpointError, OSError) as e:
         print(f"mint: error: {e}", file=sys.stderr)
         return 1

@@ -21,15 +21,15 @@ __all__ = ['TrainConfig', 'TrainResult', 'evaluate', 'train', 'load_samples', 't
 # %% ../nbs/14_train.ipynb #ca260e74
 @dataclass
 class TrainConfig:
-    "How to train: steps, batch_size, seq_len, lr (None = 1e-3, or 2e-4 when fine-tuning), warmup (None = the report's rule), ..."
-    steps: int = 1000
-    batch_size: int = 32
+    "How to train: steps, batch_size, seq_len, lr (None = 3e-3, or 2e-4 when fine-tuning), warmup (None = the report's rule), ..."
+    steps: int = 1500
+    batch_size: int = 64
     seq_len: int | None = None          # None: the model's max_seq_len
     lr: float | None = None
     warmup: int | None = None
     weight_decay: float = 0.0
     max_grad_norm: float = 50.0
-    eval_every: int = 200
+    eval_every: int = 250
     eval_batches: int = 16              # batches per periodic validation (the final one uses all)
     seed: int = 0
     time_limit: float | None = None     # seconds; stop early (keeping the best checkpoint) when exceeded
@@ -38,7 +38,7 @@ class TrainConfig:
         for k in ("steps", "batch_size", "eval_every", "eval_batches"):
             if int(getattr(self, k)) <= 0: raise ValueError(f"TrainConfig.{k} must be > 0, got {getattr(self, k)}")
     @property
-    def base_lr(self) -> float: return self.lr if self.lr is not None else (2e-4 if self.finetune else 1e-3)
+    def base_lr(self) -> float: return self.lr if self.lr is not None else (2e-4 if self.finetune else 3e-3)
     @property
     def warmup_steps(self) -> int: return self.warmup if self.warmup is not None else warmup_steps(self.steps, self.finetune)
 
@@ -167,8 +167,9 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
         tr, va = D.encode_corpus(train_s, vocab), D.encode_corpus(val_s, vocab)
         batches, val = D.lm_batches(tr, tcfg.batch_size, T, rng), list(D.lm_eval_batches(va, tcfg.batch_size, T))
     else:
-        batches = D.chat_batches(train_s, vocab, tcfg.batch_size, T, rng)
-        val = list(D.chat_eval_batches(val_s, vocab, tcfg.batch_size, T))
+        # short conversations are packed several to a row (block-causal attention, positions restart per sample)
+        batches = D.chat_batches(train_s, vocab, tcfg.batch_size, T, rng, pack=True)
+        val = list(D.chat_eval_batches(val_s, vocab, tcfg.batch_size, T, pack=True))
     log(f"model: {n_params(cfg):,} parameters {cfg}; vocab {len(vocab):,} chars")
     dev = get_device(device)
     meta = dict(data=source, kind=kind, preset=preset_name, init=str(init) if init else None)
