@@ -50,13 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     g = sub.add_parser("generate", help="continue a prompt", description="Continue a prompt with a trained language model.")
-    g.add_argument("--ckpt", default=None, help=f"checkpoint (.safetensors) or run folder (default: {DEFAULT_RUN}, else the newest under runs/)")
+    g.add_argument("--ckpt", default=None, help="checkpoint (.safetensors) or run folder (default: the newest language model under runs/)")
     g.add_argument("--prompt", required=True, help="text to continue")
     g.add_argument("--max-new-tokens", type=int, default=100, help="length cap in characters (default 100)")
     _add_sampling(g)
 
     c = sub.add_parser("chat", help="multi-turn chat in the terminal", description="Chat with a model; 'clear' forgets, 'quit' leaves.")
-    c.add_argument("--ckpt", default=None, help="checkpoint or run folder (default: runs/chat, else the newest under runs/)")
+    c.add_argument("--ckpt", default=None, help="checkpoint or run folder (default: the newest chat model under runs/)")
     c.add_argument("--max-rounds", type=int, default=6, help="rounds of history kept (default 6)")
     _add_sampling(c)
 
@@ -79,14 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 # %% ../nbs/18_cli.ipynb #d85872bb
-def _find_ckpt(ckpt, default):
-    from mint.checkpoint import list_checkpoints
+def _find_ckpt(ckpt, kind: str) -> str:
+    "`ckpt` if given, else the newest checkpoint under runs/ whose sidecar says `meta.kind == kind` ('lm' or 'chat')."
+    from mint.checkpoint import list_checkpoints, sidecar_path
     if ckpt: return ckpt
-    for d in (default, DEFAULT_RUN):
-        if (Path(d) / "best.safetensors").exists(): return str(Path(d) / "best.safetensors")
-    found = list_checkpoints("runs")
-    if not found: raise ValueError("no checkpoint found under runs/: train one with `mint train` or pass --ckpt")
-    return str(found[0])
+    for p in list_checkpoints("runs"):
+        try: k = json.loads(sidecar_path(p).read_text(encoding="utf-8")).get("meta", {}).get("kind")
+        except (OSError, ValueError): continue
+        if k == kind: return str(p)
+    how = ("`mint train`" if kind == "lm" else "`mint demo`, or `mint train --data chatterbot --init runs/peoples_daily`")
+    raise ValueError(f"no {'language' if kind == 'lm' else 'chat'} model found under runs/: train one with {how}, or pass --ckpt")
 
 def cmd_train(a):
     from mint.train import TrainConfig, train_corpus
@@ -102,14 +104,14 @@ def cmd_train(a):
 def cmd_generate(a):
     from mint.checkpoint import load_checkpoint
     from mint.generate import generate
-    ck = load_checkpoint(_find_ckpt(a.ckpt, DEFAULT_RUN))
+    ck = load_checkpoint(_find_ckpt(a.ckpt, "lm"))
     text = generate(ck.params, ck.config, ck.vocab, a.prompt, a.max_new_tokens, a.temperature, a.top_k, a.top_p, a.seed)
     print(a.prompt + text)
 
 def cmd_chat(a):
     from mint.checkpoint import load_checkpoint
     from mint.chat import ChatSession, chat_loop
-    ck = load_checkpoint(_find_ckpt(a.ckpt, "runs/chat"))
+    ck = load_checkpoint(_find_ckpt(a.ckpt, "chat"))
     chat_loop(ChatSession(ck.params, ck.config, ck.vocab, a.temperature, a.top_k, a.top_p, a.max_rounds, seed=a.seed))
 
 def cmd_info(a):
