@@ -21,14 +21,14 @@ from .swiglu import swiglu_forward, swiglu_backward
 from .attention import attention_forward, attention_backward
 from .loss import cross_entropy
 from .optim import AdamConfig, adam_step, grad_sumsq, lr_at
-from .train import TrainConfig, TrainResult
+from .train import TrainConfig, TrainResult, run_training
 from .checkpoint import save_checkpoint, atomic_write
 
 # %% auto #0
 __all__ = ['COUNTER_KEYS', 'GLUE_THREADS', 'GLUE_MAX_BLOCKS', 'INT32_MAX', 'TransferCounter', 'glue_grid', 'add_kernel',
            'swap01_kernel', 'poison_if_nonfinite_kernel', 'accumulate_kernel', 'set_kernel', 'residual_add', 'swap01',
            'buffer_shapes', 'workspace_bytes', 'check_int32', 'GpuMemoryError', 'oom_hint', 'GpuWorkspace',
-           'gpu_forward', 'gpu_backward', 'quiet_occupancy_warnings', 'evaluate_gpu', 'train_gpu']
+           'gpu_forward', 'gpu_backward', 'quiet_occupancy_warnings', 'evaluate_gpu', 'GpuEngine', 'train_gpu']
 
 # %% ../nbs/15_gpu_train.ipynb #cf9f4eb7
 COUNTER_KEYS = ("alloc", "alloc_bytes", "host_alloc", "h2d", "h2d_bytes", "d2h", "d2h_bytes", "d2d", "launches")
@@ -420,75 +420,53 @@ def evaluate_gpu(P, cfg: ModelConfig, ws: GpuWorkspace, batches, limit: int | No
     if n == 0: raise ValueError("validation set has no tokens to score (loss_mask is all zero)")
     return float(ws.val_acc.copy_to_host()[0]) / n
 
+class GpuEngine:
+    "The GPU path for `mint.train.run_training`: weights, gradients, Adam moments and activations on the device; per step the batch goes up and the loss comes back."
+    desc = "train (gpu)"
+    def __init__(self, params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig):
+        params = np.asarray(params)
+        if params.shape != (n_params(cfg),) or params.dtype != np.float32:
+            raise ValueError(f"params must be float32 of shape ({n_params(cfg)},), got {params.dtype} {params.shape}")
+        self.params, self.cfg = params, cfg
+        T = tcfg.seq_len or cfg.max_seq_len
+        with quiet_occupancy_warnings():
+            self.ws = GpuWorkspace(cfg, tcfg.batch_size, T)
+            with oom_hint(cfg, tcfg.batch_size, T):
+                self.d_params = cuda.to_device(params)
+                self.d_grads, self.d_m, self.d_v = (cuda.device_array(params.shape, np.float32) for _ in range(3))
+            for buf in (self.d_grads, self.d_m, self.d_v): set_kernel[glue_grid(buf.size), GLUE_THREADS](buf, 0.0)
+        self.P, self.G = views(self.d_params, cfg), views(self.d_grads, cfg)
+        self.acfg = AdamConfig(lr=tcfg.base_lr, weight_decay=tcfg.weight_decay, max_grad_norm=tcfg.max_grad_norm)
+        self.counts = {k: [] for k in ("alloc", "h2d", "d2h", "d2d", "launches")}
+    def __enter__(self):
+        self._quiet = quiet_occupancy_warnings(); self._quiet.__enter__()
+        self.counter = TransferCounter().__enter__()
+        return self
+    def __exit__(self, *exc):
+        self.counter.__exit__(*exc); self._quiet.__exit__(*exc)
+        return False
+    def step(self, batch, lr: float, step: int) -> float:
+        ws, snap = self.ws, self.counter.snapshot()
+        v = ws.upload(batch)
+        gpu_forward(self.P, self.cfg, v, seg=batch.seg is not None)
+        gpu_backward(self.P, self.G, self.cfg, v)
+        grad_sumsq(self.d_grads, out=ws.sumsq)
+        poison_if_nonfinite_kernel[1, 1](v.loss, ws.sumsq)      # a non-finite loss makes Adam drop the step
+        adam_step(self.d_params, self.d_grads, self.d_m, self.d_v, lr, step, self.acfg, sumsq=ws.sumsq, rejected=ws.rejected)
+        v.loss.copy_to_host(ws.loss_host)
+        loss = float(ws.loss_host[0])
+        if math.isfinite(loss):
+            counts = self.counter.since(snap)
+            for k, lst in self.counts.items(): lst.append(counts[k])
+        return loss
+    def evaluate(self, batches, limit=None) -> float: return evaluate_gpu(self.P, self.cfg, self.ws, batches, limit)
+    def host_params(self) -> np.ndarray:
+        self.d_params.copy_to_host(self.params); return self.params
+    def finish(self, hist: dict):
+        self.host_params()
+        hist.update(self.counts, adam_rejected=int(self.ws.rejected.copy_to_host()[0]))
+
 def train_gpu(params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list,
               vocab, out_dir=None, meta: dict | None = None, progress: bool = True) -> TrainResult:
     "`mint.train.train` on a CUDA GPU: same arguments, result, checkpoints and stop rules; `params` (flat float32) gets the final weights. History adds per-step counts (alloc, h2d, d2h, d2d, launches)."
-    params = np.asarray(params)
-    if params.shape != (n_params(cfg),) or params.dtype != np.float32:
-        raise ValueError(f"params must be float32 of shape ({n_params(cfg)},), got {params.dtype} {params.shape}")
-    T = tcfg.seq_len or cfg.max_seq_len
-    with quiet_occupancy_warnings():
-        ws = GpuWorkspace(cfg, tcfg.batch_size, T)
-        with oom_hint(cfg, tcfg.batch_size, T):
-            d_params = cuda.to_device(params)
-            d_grads, d_m, d_v = (cuda.device_array(params.shape, np.float32) for _ in range(3))
-        for buf in (d_grads, d_m, d_v): set_kernel[glue_grid(buf.size), GLUE_THREADS](buf, 0.0)
-    P, G = views(d_params, cfg), views(d_grads, cfg)
-    acfg = AdamConfig(lr=tcfg.base_lr, weight_decay=tcfg.weight_decay, max_grad_norm=tcfg.max_grad_norm)
-    out_dir = Path(out_dir) if out_dir else None
-    hist = dict(step=[], loss=[], lr=[], val_step=[], val_loss=[], alloc=[], h2d=[], d2h=[], d2d=[], launches=[])
-    best, last_val, ckpt, stopped, tokens = math.inf, math.nan, None, "done", 0
-    t0 = time.perf_counter()
-    bar = tqdm(range(1, tcfg.steps + 1), desc="train (gpu)", disable=not progress, dynamic_ncols=True)
-    def validate(step, limit):
-        nonlocal best, last_val, ckpt
-        last_val = evaluate_gpu(P, cfg, ws, val_batches, limit)
-        hist["val_step"].append(step); hist["val_loss"].append(last_val)
-        if last_val < best:
-            best = last_val
-            if out_dir is not None:
-                d_params.copy_to_host(params)
-                ckpt = save_checkpoint(out_dir / "best.safetensors", params, cfg, vocab,
-                                       {**(meta or {}), "step": step, "val_loss": last_val})
-        return last_val
-    step = 0
-    with quiet_occupancy_warnings(), TransferCounter() as counter:
-        try:
-            for step in bar:
-                batch = next(train_batches, None)
-                if batch is None: stopped = f"training data exhausted after step {step - 1}"; step -= 1; break
-                lr = lr_at(step - 1, tcfg.steps, tcfg.base_lr, tcfg.warmup_steps)
-                snap = counter.snapshot()
-                v = ws.upload(batch)
-                gpu_forward(P, cfg, v, seg=batch.seg is not None)
-                gpu_backward(P, G, cfg, v)
-                grad_sumsq(d_grads, out=ws.sumsq)
-                poison_if_nonfinite_kernel[1, 1](v.loss, ws.sumsq)
-                adam_step(d_params, d_grads, d_m, d_v, lr, step, acfg, sumsq=ws.sumsq, rejected=ws.rejected)
-                v.loss.copy_to_host(ws.loss_host)
-                loss = float(ws.loss_host[0])
-                counts = counter.since(snap)
-                if not math.isfinite(loss):
-                    stopped = f"non-finite loss ({loss}) at step {step}"; step -= 1; break
-                tokens += int(np.asarray(batch.loss_mask).size)
-                hist["step"].append(step); hist["loss"].append(loss); hist["lr"].append(lr)
-                for k in ("alloc", "h2d", "d2h", "d2d", "launches"): hist[k].append(counts[k])
-                tps = tokens / (time.perf_counter() - t0)
-                if step % tcfg.eval_every == 0 and step < tcfg.steps:
-                    validate(step, tcfg.eval_batches)
-                bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.1e}", tok_s=f"{tps:,.0f}",
-                                val=f"{last_val:.3f}", refresh=False)
-                if tcfg.time_limit and time.perf_counter() - t0 > tcfg.time_limit:
-                    stopped = f"time limit ({tcfg.time_limit:.0f} s) reached at step {step}"; break
-        except KeyboardInterrupt:
-            stopped = f"interrupted at step {step}"; step -= 1
-        finally:
-            bar.close()
-        secs = time.perf_counter() - t0
-        if step > 0 and not stopped.startswith("non-finite"):
-            validate(step, None)
-        d_params.copy_to_host(params)
-        hist["adam_rejected"] = int(ws.rejected.copy_to_host()[0])
-    if out_dir is not None:
-        atomic_write(out_dir / "history.json", lambda tmp: Path(tmp).write_text(json.dumps(hist)))
-    return TrainResult(step, best, last_val, hist, stopped, tokens / max(secs, 1e-9), secs, ckpt)
+    return run_training(GpuEngine(params, cfg, tcfg), cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, progress)

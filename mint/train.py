@@ -16,7 +16,8 @@ from .optim import AdamConfig, adam_step, grad_sumsq, lr_at, warmup_steps
 from .checkpoint import save_checkpoint, atomic_write
 
 # %% auto #0
-__all__ = ['TrainConfig', 'TrainResult', 'evaluate', 'train', 'load_samples', 'train_corpus', 'format_report']
+__all__ = ['TrainConfig', 'TrainResult', 'evaluate', 'CpuEngine', 'run_training', 'train', 'load_samples', 'train_corpus',
+           'format_report']
 
 # %% ../nbs/14_train.ipynb #ca260e74
 @dataclass
@@ -63,55 +64,74 @@ def evaluate(params, cfg: ModelConfig, batches, limit: int | None = None) -> flo
     if n == 0: raise ValueError("validation set has no tokens to score (loss_mask is all zero)")
     return tot / n
 
-def train(params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list,
-          vocab: Vocab, out_dir=None, meta: dict | None = None, progress: bool = True) -> TrainResult:
-    "Train `params` (flat float32, updated in place) on the NumPy path; saves `out_dir/best.safetensors` on each new best validation loss."
-    grads, m, v = (np.zeros_like(params) for _ in range(3))
-    acfg = AdamConfig(lr=tcfg.base_lr, weight_decay=tcfg.weight_decay, max_grad_norm=tcfg.max_grad_norm)
+class CpuEngine:
+    "The NumPy path: flat float32 `params` (updated in place), gradients and Adam moments as host arrays."
+    desc = "train"
+    def __init__(self, params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig):
+        self.params, self.cfg = params, cfg
+        self.grads, self.m, self.v = (np.zeros_like(params) for _ in range(3))
+        self.acfg = AdamConfig(lr=tcfg.base_lr, weight_decay=tcfg.weight_decay, max_grad_norm=tcfg.max_grad_norm)
+    def __enter__(self): return self
+    def __exit__(self, *exc): return False
+    def step(self, batch, lr: float, step: int) -> float:
+        loss = loss_and_grads(self.params, self.grads, self.cfg, batch)
+        if math.isfinite(loss):
+            adam_step(self.params, self.grads, self.m, self.v, lr, step, self.acfg, sumsq=grad_sumsq(self.grads))
+        return loss
+    def evaluate(self, batches, limit=None) -> float: return evaluate(self.params, self.cfg, batches, limit)
+    def host_params(self) -> np.ndarray: return self.params
+    def finish(self, hist: dict): pass
+
+def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list, vocab: Vocab,
+                 out_dir=None, meta: dict | None = None, progress: bool = True) -> TrainResult:
+    "The training loop for any engine (`CpuEngine`, `mint.gpu_train.GpuEngine`): schedule, progress bar, validation, best checkpoint, stop rules."
     out_dir = Path(out_dir) if out_dir else None
     hist = dict(step=[], loss=[], lr=[], val_step=[], val_loss=[])
-    best, last_val, ckpt, stopped, tokens = math.inf, math.nan, None, "done", 0
-    t0 = time.perf_counter()
-    bar = tqdm(range(1, tcfg.steps + 1), desc="train", disable=not progress, dynamic_ncols=True)
+    best, last_val, ckpt, stopped, tokens, step = math.inf, math.nan, None, "done", 0, 0
     def validate(step, limit):
         nonlocal best, last_val, ckpt
-        last_val = evaluate(params, cfg, val_batches, limit)
+        last_val = engine.evaluate(val_batches, limit)
         hist["val_step"].append(step); hist["val_loss"].append(last_val)
         if last_val < best:
             best = last_val
             if out_dir is not None:
-                ckpt = save_checkpoint(out_dir / "best.safetensors", params, cfg, vocab,
+                ckpt = save_checkpoint(out_dir / "best.safetensors", engine.host_params(), cfg, vocab,
                                        {**(meta or {}), "step": step, "val_loss": last_val})
-        return last_val
-    step = 0
-    try:
-        for step in bar:
-            batch = next(train_batches, None)
-            if batch is None: stopped = f"training data exhausted after step {step - 1}"; step -= 1; break
-            lr = lr_at(step - 1, tcfg.steps, tcfg.base_lr, tcfg.warmup_steps)
-            loss = loss_and_grads(params, grads, cfg, batch)
-            if not math.isfinite(loss):
-                stopped = f"non-finite loss ({loss}) at step {step}"; step -= 1; break
-            adam_step(params, grads, m, v, lr, step, acfg, sumsq=grad_sumsq(grads))
-            tokens += int(batch.loss_mask.size)
-            hist["step"].append(step); hist["loss"].append(loss); hist["lr"].append(lr)
-            tps = tokens / (time.perf_counter() - t0)
-            if step % tcfg.eval_every == 0 and step < tcfg.steps:
-                validate(step, tcfg.eval_batches)
-            bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.1e}", tok_s=f"{tps:,.0f}",
-                            val=f"{last_val:.3f}", refresh=False)
-            if tcfg.time_limit and time.perf_counter() - t0 > tcfg.time_limit:
-                stopped = f"time limit ({tcfg.time_limit:.0f} s) reached at step {step}"; break
-    except KeyboardInterrupt:
-        stopped = f"interrupted at step {step}"; step -= 1
-    finally:
-        bar.close()
-    secs = time.perf_counter() - t0
-    if step > 0 and not stopped.startswith("non-finite"):
-        validate(step, None)
+    with engine:
+        t0 = time.perf_counter()
+        bar = tqdm(range(1, tcfg.steps + 1), desc=engine.desc, disable=not progress, dynamic_ncols=True)
+        try:
+            for step in bar:
+                batch = next(train_batches, None)
+                if batch is None: stopped = f"training data exhausted after step {step - 1}"; step -= 1; break
+                lr = lr_at(step - 1, tcfg.steps, tcfg.base_lr, tcfg.warmup_steps)
+                loss = engine.step(batch, lr, step)
+                if not math.isfinite(loss):
+                    stopped = f"non-finite loss ({loss}) at step {step}"; step -= 1; break
+                tokens += int(batch.loss_mask.size)
+                hist["step"].append(step); hist["loss"].append(loss); hist["lr"].append(lr)
+                if step % tcfg.eval_every == 0 and step < tcfg.steps:
+                    validate(step, tcfg.eval_batches)
+                bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.1e}", tok_s=f"{tokens / (time.perf_counter() - t0):,.0f}",
+                                val=f"{last_val:.3f}", refresh=False)
+                if tcfg.time_limit and time.perf_counter() - t0 > tcfg.time_limit:
+                    stopped = f"time limit ({tcfg.time_limit:.0f} s) reached at step {step}"; break
+        except KeyboardInterrupt:
+            stopped = f"interrupted at step {step}"; step -= 1
+        finally:
+            bar.close()
+        secs = time.perf_counter() - t0
+        if step > 0 and not stopped.startswith("non-finite"):
+            validate(step, None)
+        engine.finish(hist)
     if out_dir is not None:
         atomic_write(out_dir / "history.json", lambda tmp: Path(tmp).write_text(json.dumps(hist)))
     return TrainResult(step, best, last_val, hist, stopped, tokens / max(secs, 1e-9), secs, ckpt)
+
+def train(params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list,
+          vocab: Vocab, out_dir=None, meta: dict | None = None, progress: bool = True) -> TrainResult:
+    "Train `params` (flat float32, updated in place) on the NumPy path; saves `out_dir/best.safetensors` on each new best validation loss."
+    return run_training(CpuEngine(params, cfg, tcfg), cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, progress)
 
 # %% ../nbs/14_train.ipynb #e030e144
 def load_samples(data: str, root="data", max_samples: int | None = None) -> tuple[str, list, str, str]:
