@@ -188,6 +188,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'mint.gpu_train.GpuEngine.__enter__': ('gpu_train.html#gpuengine.__enter__', 'mint/gpu_train.py'),
                                 'mint.gpu_train.GpuEngine.__exit__': ('gpu_train.html#gpuengine.__exit__', 'mint/gpu_train.py'),
                                 'mint.gpu_train.GpuEngine.__init__': ('gpu_train.html#gpuengine.__init__', 'mint/gpu_train.py'),
+                                'mint.gpu_train.GpuEngine._warm_up': ('gpu_train.html#gpuengine._warm_up', 'mint/gpu_train.py'),
                                 'mint.gpu_train.GpuEngine.evaluate': ('gpu_train.html#gpuengine.evaluate', 'mint/gpu_train.py'),
                                 'mint.gpu_train.GpuEngine.finish': ('gpu_train.html#gpuengine.finish', 'mint/gpu_train.py'),
                                 'mint.gpu_train.GpuEngine.host_params': ('gpu_train.html#gpuengine.host_params', 'mint/gpu_train.py'),
