@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from .core import ModelConfig
 from .vocab import Vocab, BOS, EOS, HUMAN, ASSISTANT, UNK
-from .generate import Decoder, sample_next, allowed_logits
+from .generate import Decoder, sample_next, allowed_logits, check_sampling
 
 # %% auto #0
 __all__ = ['reply_room', 'ChatSession', 'chat_loop']
@@ -21,6 +21,8 @@ class ChatSession:
     "A multi-turn chat over one model: `ask(text) -> reply`, `clear()`; keeps the last `max_rounds` rounds in a KV cache."
     def __init__(self, params, cfg: ModelConfig, vocab: Vocab, temperature=0.7, top_k=50, top_p=0.9,
                  max_rounds: int = 6, max_reply: int | None = None, seed: int | None = None):
+        check_sampling(temperature, top_k, top_p)
+        if max_rounds < 1: raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
         self.cfg, self.vocab, self.dec = cfg, vocab, Decoder(params, cfg)
         self.sampling = dict(temperature=temperature, top_k=top_k, top_p=top_p)
         self.max_rounds, self.max_reply = max_rounds, max_reply

@@ -27,8 +27,10 @@ def atomic_write(path, write) -> Path:
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    umask = os.umask(0); os.umask(umask)
     try:
         write(tmp)
+        os.chmod(tmp, 0o666 & ~umask)         # mkstemp makes 0600; give the file the permissions `open` would
         with open(tmp, "rb+") as f: os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:

@@ -14,10 +14,19 @@ __all__ = ['DEFAULT_RUN', 'COMMANDS', 'build_parser', 'cmd_train', 'cmd_generate
 # %% ../nbs/18_cli.ipynb #c6b84bda
 DEFAULT_RUN = "runs/peoples_daily"
 
+def _positive(kind):
+    "An argparse type: a number > 0 of `kind` (int or float), else a usage error naming the option."
+    def parse(text):
+        try: v = kind(text)
+        except ValueError: raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}")
+        if not v > 0: raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return v
+    return parse
+
 def _add_sampling(p):
     p.add_argument("--temperature", type=float, default=0.7, help="softmax temperature; 0 = greedy (default 0.7)")
     p.add_argument("--top-k", type=int, default=50, help="keep the k most likely characters; 0 = off (default 50)")
-    p.add_argument("--top-p", type=float, default=0.9, help="nucleus sampling threshold (default 0.9)")
+    p.add_argument("--top-p", type=float, default=0.9, help="nucleus sampling: keep the most likely characters up to this probability mass; 1 = off (default 0.9)")
     p.add_argument("--seed", type=int, default=None, help="random seed for sampling")
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     from mint.train import TrainConfig
     D = TrainConfig()                       # the defaults live in one place: TrainConfig
     ap = argparse.ArgumentParser(prog="mint", description="Train, fine-tune and chat with small char-level Chinese transformers (NumPy or numba.cuda).")
+    from mint import __version__
+    ap.add_argument("--version", action="version", version=f"mint {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     t = sub.add_parser("train", help="train a model (default: People's Daily text, tiny preset, CPU)",
@@ -33,21 +44,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="peoples_daily (default), chatterbot, a task under --root (belle, lccc, cmrc2018, zhwiki) or a file (.txt/.jsonl/.json/.xml[.bz2])")
     t.add_argument("--root", default="data", help="folder searched for task data (default: data)")
     t.add_argument("--preset", default=None, choices=["tiny", "small", "medium", "large"], help="model size (default tiny; with --init: the checkpoint's)")
-    t.add_argument("--steps", type=int, default=D.steps, help=f"optimizer steps (default {D.steps})")
-    t.add_argument("--batch-size", type=int, default=D.batch_size, help=f"sequences per step (default {D.batch_size})")
-    t.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (default: the preset's max_seq_len)")
-    t.add_argument("--lr", type=float, default=None, help=f"peak learning rate (default {D.base_lr:g}, or 2e-4 with --init)")
+    t.add_argument("--steps", type=_positive(int), default=D.steps, help=f"optimizer steps (default {D.steps})")
+    t.add_argument("--batch-size", type=_positive(int), default=D.batch_size, help=f"sequences per step (default {D.batch_size})")
+    t.add_argument("--seq-len", type=_positive(int), default=None, help="tokens per sequence (default: the preset's max_seq_len)")
+    t.add_argument("--lr", type=_positive(float), default=None, help=f"peak learning rate (default {D.base_lr:g}, or 2e-4 with --init)")
     t.add_argument("--warmup", type=int, default=None, help="warmup steps (default steps/10, or steps/50 and >= 10 with --init)")
     t.add_argument("--weight-decay", type=float, default=D.weight_decay, help=f"AdamW decoupled weight decay (default {D.weight_decay:g})")
-    t.add_argument("--clip", type=float, default=D.max_grad_norm, help=f"global gradient-norm clip (default {D.max_grad_norm:g}, as in the report)")
-    t.add_argument("--eval-every", type=int, default=D.eval_every, help=f"validate every N steps (default {D.eval_every})")
-    t.add_argument("--max", type=int, default=None, dest="max_samples", help="use at most N samples of the corpus")
+    t.add_argument("--clip", type=_positive(float), default=D.max_grad_norm, help=f"global gradient-norm clip (default {D.max_grad_norm:g}, as in the report)")
+    t.add_argument("--eval-every", type=_positive(int), default=D.eval_every, help=f"validate every N steps (default {D.eval_every})")
+    t.add_argument("--max", type=_positive(int), default=None, dest="max_samples", help="use at most N samples of the corpus")
     t.add_argument("--init", default=None, help="fine-tune from this checkpoint (keeps its vocab and config)")
     t.add_argument("--out", default=None, help=f"run folder for checkpoints (default {DEFAULT_RUN}, or runs/<data>)")
     t.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto (default) uses a real GPU if present")
     t.add_argument("--time-limit", type=float, default=9.0, help="stop training after this many minutes, keeping the best checkpoint (default 9; 0 = none)")
     t.add_argument("--seed", type=int, default=D.seed, help=f"random seed (default {D.seed})")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.add_argument("--overwrite", action="store_true", help="train into --out even if it already holds a checkpoint (it will be replaced)")
 
     g = sub.add_parser("generate", help="continue a prompt", description="Continue a prompt with a trained language model.")
     g.add_argument("--ckpt", default=None, help="checkpoint (.safetensors) or run folder (default: the newest language model under runs/)")
@@ -57,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("chat", help="multi-turn chat in the terminal", description="Chat with a model; 'clear' forgets, 'quit' leaves.")
     c.add_argument("--ckpt", default=None, help="checkpoint or run folder (default: the newest chat model under runs/)")
-    c.add_argument("--max-rounds", type=int, default=6, help="rounds of history kept (default 6)")
+    c.add_argument("--max-rounds", type=_positive(int), default=6, help="rounds of history kept (default 6)")
     _add_sampling(c)
 
     i = sub.add_parser("info", help="describe a checkpoint", description="Print a checkpoint's config, size, vocab and meta.")
@@ -70,12 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="pretrain → fine-tune → chat on the bundled corpora",
                        description="Pretrain on People's Daily, fine-tune on the chatterbot Chinese conversations, then chat a few scripted rounds.")
-    d.add_argument("--pretrain-steps", type=int, default=D.steps, help=f"pretraining steps (default {D.steps}, as mint train)")
-    d.add_argument("--finetune-steps", type=int, default=200, help="fine-tuning steps (default 200; validated every 25, the best kept)")
+    d.add_argument("--pretrain-steps", type=_positive(int), default=D.steps, help=f"pretraining steps (default {D.steps}, as mint train)")
+    d.add_argument("--finetune-steps", type=_positive(int), default=200, help="fine-tuning steps (default 200; validated every 25, the best kept)")
     d.add_argument("--preset", default="tiny", choices=["tiny", "small", "medium", "large"])
     d.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     d.add_argument("--out", default="runs/demo", help="folder for both runs (default runs/demo)")
     d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--overwrite", action="store_true", help="replace the checkpoints of an earlier demo in --out")
     return ap
 
 # %% ../nbs/18_cli.ipynb #d85872bb
@@ -99,11 +112,13 @@ def cmd_train(a):
                        weight_decay=a.weight_decay, max_grad_norm=a.clip, eval_every=a.eval_every, seed=a.seed,
                        time_limit=a.time_limit * 60 if a.time_limit else None, finetune=bool(a.init))
     train_corpus(a.data, preset_name, tcfg, out, init=a.init, max_samples=a.max_samples, device=a.device,
-                 root=a.root, progress=not a.no_progress)
+                 root=a.root, progress=not a.no_progress, overwrite=a.overwrite)
 
 def cmd_generate(a):
     from mint.checkpoint import load_checkpoint
-    from mint.generate import generate
+    from mint.generate import generate, check_sampling
+    check_sampling(a.temperature, a.top_k, a.top_p)          # before any loading
+    if a.max_new_tokens < 0: raise ValueError(f"--max-new-tokens must be >= 0, got {a.max_new_tokens}")
     ck = load_checkpoint(_find_ckpt(a.ckpt, "lm"))
     text = generate(ck.params, ck.config, ck.vocab, a.prompt, a.max_new_tokens, a.temperature, a.top_k, a.top_p, a.seed)
     print(a.prompt + text)
@@ -111,6 +126,8 @@ def cmd_generate(a):
 def cmd_chat(a):
     from mint.checkpoint import load_checkpoint
     from mint.chat import ChatSession, chat_loop
+    from mint.generate import check_sampling
+    check_sampling(a.temperature, a.top_k, a.top_p)
     ck = load_checkpoint(_find_ckpt(a.ckpt, "chat"))
     chat_loop(ChatSession(ck.params, ck.config, ck.vocab, a.temperature, a.top_k, a.top_p, a.max_rounds, seed=a.seed))
 
@@ -143,13 +160,15 @@ def cmd_gpu(a):
     for k, v in info.items(): print(f"{k}: {v}")
 
 def cmd_demo(a):
-    from mint.train import TrainConfig, train_corpus
+    from mint.train import TrainConfig, train_corpus, check_out_dir
     from mint.checkpoint import load_checkpoint
     from mint.chat import ChatSession
     out = Path(a.out)
-    pre = train_corpus("peoples_daily", a.preset, TrainConfig(steps=a.pretrain_steps, seed=a.seed), out / "pretrain", device=a.device)
+    for d in ("pretrain", "chat"): check_out_dir(out / d, a.overwrite)      # before any work
+    pre = train_corpus("peoples_daily", a.preset, TrainConfig(steps=a.pretrain_steps, seed=a.seed), out / "pretrain",
+                       device=a.device, overwrite=a.overwrite)
     ft = train_corpus("chatterbot", None, TrainConfig(steps=a.finetune_steps, finetune=True, eval_every=25, seed=a.seed), out / "chat",
-                      init=pre["checkpoint"], device=a.device)
+                      init=pre["checkpoint"], device=a.device, overwrite=a.overwrite)
     ck = load_checkpoint(ft["checkpoint"])
     s = ChatSession(ck.params, ck.config, ck.vocab, seed=a.seed)
     for q in ["你好", "你叫什么名字?", "你喜欢什么?", "今天天气怎么样?", "再见"]:
@@ -159,7 +178,11 @@ COMMANDS = dict(train=cmd_train, generate=cmd_generate, chat=cmd_chat, info=cmd_
 
 def main(argv=None) -> int:
     "Entry point of the `mint` command; returns the exit code."
-    a = build_parser().parse_args(argv)
+    ap = build_parser()
+    a, extra = ap.parse_known_args(argv)
+    if extra:                                # name the subcommand's own usage, not the top-level one
+        sub = next(x for x in ap._actions if isinstance(x, argparse._SubParsersAction)).choices[a.cmd]
+        sub.error(f"unrecognized arguments: {' '.join(extra)}")
     from mint.checkpoint import CheckpointError
     try:
         return COMMANDS[a.cmd](a) or 0

@@ -16,7 +16,8 @@ from .rmsnorm import rmsnorm_forward_ref
 from .swiglu import swiglu_forward_ref
 
 # %% auto #0
-__all__ = ['NEVER_SAMPLED', 'KVCache', 'Decoder', 'allowed_logits', 'sample_next', 'sampling_distribution', 'generate']
+__all__ = ['NEVER_SAMPLED', 'KVCache', 'Decoder', 'allowed_logits', 'check_sampling', 'sample_next', 'sampling_distribution',
+           'generate']
 
 # %% ../nbs/16_generate.ipynb #b168a456
 class KVCache:
@@ -86,6 +87,12 @@ def allowed_logits(logits) -> np.ndarray:
     return z
 
 # %% ../nbs/16_generate.ipynb #310ebcfb
+def check_sampling(temperature: float, top_k: int, top_p: float):
+    "ValueError unless temperature >= 0 (0 = greedy), top_k >= 0 (0 = off) and 0 < top_p <= 1 (1 = off)."
+    if not temperature >= 0: raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
+    if int(top_k) != top_k or top_k < 0: raise ValueError(f"top_k must be an integer >= 0 (0 = off), got {top_k}")
+    if not 0 < top_p <= 1: raise ValueError(f"top_p must be in (0, 1] (1 = off), got {top_p}")
+
 def sample_next(logits, temperature: float = 0.7, top_k: int = 50, top_p: float = 0.9, rng=None) -> int:
     "Pick the next token id from `logits[V]` with temperature / top-k / top-p (§10.2); `temperature <= 0` is greedy."
     z = np.asarray(logits, np.float64).copy()
@@ -118,6 +125,8 @@ def generate(params, cfg: ModelConfig, vocab: Vocab, prompt: str, max_new_tokens
              temperature: float = 0.7, top_k: int = 50, top_p: float = 0.9, seed: int | None = None,
              start: tuple = (EOS,)) -> str:
     "Continue `prompt` (a str) for up to `max_new_tokens` characters; stops at `<eos>`. A prompt with no known character raises `ValueError`."
+    check_sampling(temperature, top_k, top_p)
+    if max_new_tokens < 0: raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
     ids = vocab.encode(prompt)
     if len(ids) and (ids == UNK).all():
         raise ValueError(f"prompt {prompt!r}: none of its characters are in the model's vocabulary ({len(vocab)} entries)")

@@ -4,7 +4,7 @@
 
 # %% ../nbs/14_train.ipynb #067e8007
 from __future__ import annotations
-import math, time, json, itertools
+import math, time, json, itertools, sys
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
@@ -16,8 +16,8 @@ from .optim import AdamConfig, adam_step, grad_sumsq, lr_at, warmup_steps
 from .checkpoint import save_checkpoint, atomic_write
 
 # %% auto #0
-__all__ = ['TrainConfig', 'TrainResult', 'evaluate', 'CpuEngine', 'run_training', 'train', 'load_samples', 'train_corpus',
-           'format_report']
+__all__ = ['TrainConfig', 'TrainResult', 'evaluate', 'CpuEngine', 'run_training', 'train', 'load_samples', 'check_out_dir',
+           'train_corpus', 'format_report']
 
 # %% ../nbs/14_train.ipynb #ca260e74
 @dataclass
@@ -31,13 +31,20 @@ class TrainConfig:
     weight_decay: float = 0.0
     max_grad_norm: float = 50.0
     eval_every: int = 250
-    eval_batches: int = 16              # batches per periodic validation (the final one uses all)
+    eval_batches: int | None = None     # batches per periodic validation; None = all, so every validation loss
+                                        # (and so the choice of the best checkpoint) is on the same whole set
     seed: int = 0
     time_limit: float | None = None     # seconds; stop early (keeping the best checkpoint) when exceeded
     finetune: bool = False
     def __post_init__(self):
         for k in ("steps", "batch_size", "eval_every", "eval_batches"):
-            if int(getattr(self, k)) <= 0: raise ValueError(f"TrainConfig.{k} must be > 0, got {getattr(self, k)}")
+            v = getattr(self, k)
+            if v is not None and int(v) <= 0: raise ValueError(f"TrainConfig.{k} must be > 0, got {v}")
+        for k in ("lr", "time_limit"):
+            v = getattr(self, k)
+            if v is not None and not v > 0: raise ValueError(f"TrainConfig.{k} must be > 0 (or None), got {v}")
+        if self.weight_decay < 0 or not self.max_grad_norm > 0:
+            raise ValueError(f"TrainConfig: weight_decay must be >= 0 and max_grad_norm > 0, got {self.weight_decay}, {self.max_grad_norm}")
     @property
     def base_lr(self) -> float: return self.lr if self.lr is not None else (2e-4 if self.finetune else 3e-3)
     @property
@@ -82,6 +89,15 @@ class CpuEngine:
     def host_params(self) -> np.ndarray: return self.params
     def finish(self, hist: dict): pass
 
+def _warn_if_too_slow(tcfg: TrainConfig, step: int, secs: float, tokens: int):
+    "After the first steps: if all `tcfg.steps` will not fit in `tcfg.time_limit`, say so (and what to do) before it happens."
+    need = secs / step * tcfg.steps
+    if need > tcfg.time_limit:
+        tqdm.write(f"warning: at {tokens / secs:,.0f} tokens/s the {tcfg.steps} steps need about {need / 60:.1f} min, more than "
+                   f"the time limit of {tcfg.time_limit / 60:.1f} min: the run will stop near step {int(tcfg.time_limit / need * tcfg.steps)}, "
+                   f"before the learning rate has decayed. Use fewer --steps or a longer --time-limit; on a busy machine "
+                   f"OPENBLAS_NUM_THREADS=1 is often faster.")
+
 def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list, vocab: Vocab,
                  out_dir=None, meta: dict | None = None, progress: bool = True) -> TrainResult:
     "The training loop for any engine (`CpuEngine`, `mint.gpu_train.GpuEngine`): schedule, progress bar, validation, best checkpoint, stop rules."
@@ -99,7 +115,9 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                                        {**(meta or {}), "step": step, "val_loss": last_val})
     with engine:
         t0 = time.perf_counter()
-        bar = tqdm(range(1, tcfg.steps + 1), desc=engine.desc, disable=not progress, dynamic_ncols=True)
+        # off a terminal (a log file, CI) a bar redrawn 10 times a second floods the log: redraw every 30 s there
+        bar = tqdm(range(1, tcfg.steps + 1), desc=engine.desc, disable=not progress, dynamic_ncols=True,
+                   mininterval=0.1 if sys.stderr.isatty() else 30)
         try:
             for step in bar:
                 batch = next(train_batches, None)
@@ -112,6 +130,8 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                 hist["step"].append(step); hist["loss"].append(loss); hist["lr"].append(lr)
                 if step % tcfg.eval_every == 0 and step < tcfg.steps:
                     validate(step, tcfg.eval_batches)
+                if tcfg.time_limit and step == min(20, tcfg.steps):
+                    _warn_if_too_slow(tcfg, step, time.perf_counter() - t0, tokens)
                 bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.1e}", tok_s=f"{tokens / (time.perf_counter() - t0):,.0f}",
                                 val=f"{last_val:.3f}", refresh=False)
                 if tcfg.time_limit and time.perf_counter() - t0 > tcfg.time_limit:
@@ -146,31 +166,53 @@ def load_samples(data: str, root="data", max_samples: int | None = None) -> tupl
         pairs = D.load_chatterbot_chinese()
         pairs = pairs[:max_samples] if max_samples else pairs
         return "chat", pairs, src, f"{src}: {len(pairs):,} (prompt, reply) pairs"
-    from mint.formats import load_task
-    corpus = load_task(data, root=root, max_samples=max_samples)
+    from mint.formats import load_task, CorpusNotFound, TASK_PATHS
+    try: corpus = load_task(data, root=root, max_samples=max_samples)
+    except CorpusNotFound:
+        import difflib
+        names = ["peoples_daily", "chatterbot", *TASK_PATHS]
+        close = difflib.get_close_matches(str(data), names, n=1)
+        if close and not Path(data).exists():
+            raise ValueError(f"--data {data!r}: no such corpus or file; did you mean {close[0]!r}? "
+                             f"(built in: peoples_daily, chatterbot; tasks under {root}/: {', '.join(TASK_PATHS)})") from None
+        raise
     return corpus.kind, corpus.samples, str(corpus.source), corpus.summary()
 
 def _texts(kind, samples):
     return samples if kind == "lm" else [p + r for p, r in samples]
 
+def check_out_dir(out_dir, overwrite: bool = False):
+    "Refuse to train into a folder that already holds a checkpoint (a new run's 'best' would replace it), unless `overwrite`."
+    from mint.checkpoint import sidecar_path
+    ck = Path(out_dir) / "best.safetensors"
+    if ck.exists() and not overwrite:
+        try: m = json.loads(sidecar_path(ck).read_text(encoding="utf-8")).get("meta", {})
+        except (OSError, ValueError): m = {}
+        raise ValueError(f"{ck} already exists (step {m.get('step', '?')}, validation loss {m.get('val_loss', '?')}): "
+                         f"a new run would replace it — choose another --out, or pass --overwrite")
+
 def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: TrainConfig | None = None,
                  out_dir="runs/peoples_daily", init=None, max_samples: int | None = None, device: str = "auto",
-                 root="data", val_frac: float = 0.05, progress: bool = True, log=print) -> dict:
+                 root="data", val_frac: float = 0.05, progress: bool = True, log=print, overwrite: bool = False) -> dict:
     "Train on a corpus end to end (load, split, vocab, model, train, report); returns the report dict. See `mint train --help`."
     from mint import data as D
     from mint.checkpoint import load_checkpoint
     tcfg = tcfg or TrainConfig()
     t_start = time.perf_counter()
+    # everything that can be checked without the corpus is checked first: a mistake costs seconds, not a corpus load
+    dev = get_device(device)
+    if out_dir is not None: check_out_dir(out_dir, overwrite)
+    ck = load_checkpoint(init) if init else None
+    if ck is not None and preset_name and preset(preset_name, ck.config.vocab_size) != ck.config:
+        raise ValueError(f"--init {init}: checkpoint has config {ck.config}, not preset '{preset_name}' — drop --preset or pick the matching one")
+    if ck is None: preset(preset_name)                    # an unknown preset name fails here
     kind, samples, source, summary = load_samples(data, root, max_samples)
     log(f"data: {summary}")
     try: train_s, val_s = D.split_tail(samples, val_frac)
     except ValueError as e: raise ValueError(f"{source}: {e}") from None
     log(f"split: {len(train_s):,} train / {len(val_s):,} validation samples ({kind})")
-    if init:
-        ck = load_checkpoint(init)
+    if ck is not None:
         cfg, vocab, params = ck.config, ck.vocab, ck.params
-        if preset_name and preset(preset_name, cfg.vocab_size) != cfg:
-            raise ValueError(f"--init {init}: checkpoint has config {cfg}, not preset '{preset_name}' — drop --preset or pick the matching one")
         chars = set("".join(_texts(kind, train_s)))
         new = {ch for ch in chars if vocab.count_unknown(ch)}
         log(f"fine-tuning {init} (step {ck.meta.get('step', '?')}): {len(new)} new characters in the data become <unk>")
@@ -191,14 +233,15 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
         batches = D.chat_batches(train_s, vocab, tcfg.batch_size, T, rng, pack=True)
         val = list(D.chat_eval_batches(val_s, vocab, tcfg.batch_size, T, pack=True))
     log(f"model: {n_params(cfg):,} parameters {cfg}; vocab {len(vocab):,} chars")
-    dev = get_device(device)
     meta = dict(data=source, kind=kind, preset=preset_name, init=str(init) if init else None)
     if dev == "cuda":
         from mint.gpu_train import train_gpu
         res = train_gpu(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress)
     else:
         res = train(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress)
-    rep = dict(device=dev, steps=res.steps, stopped=res.stopped, val_loss=res.best_val, last_val_loss=res.last_val,
+    h = res.history
+    best_step = h["val_step"][int(np.argmin(h["val_loss"]))] if h["val_loss"] else None
+    rep = dict(device=dev, steps=res.steps, stopped=res.stopped, val_loss=res.best_val, best_step=best_step, last_val_loss=res.last_val,
                perplexity=math.exp(res.best_val) if math.isfinite(res.best_val) else math.inf,
                tokens_per_s=res.tokens_per_s, train_seconds=res.seconds, total_seconds=time.perf_counter() - t_start,
                checkpoint=str(res.checkpoint) if res.checkpoint else None, n_params=n_params(cfg), vocab_size=len(vocab))
@@ -209,7 +252,8 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
 def format_report(rep: dict) -> str:
     "Human-readable summary of a `train_corpus` report."
     s = [f"{rep['stopped']}: {rep['steps']} steps in {rep['train_seconds']:.0f} s ({rep['tokens_per_s']:,.0f} tokens/s on {rep['device']})",
-         f"validation loss {rep['val_loss']:.3f} nats/char (perplexity {rep['perplexity']:.1f})"]
-    if "unigram_entropy" in rep: s[-1] += f"; unigram entropy of the same text {rep['unigram_entropy']:.3f} nats/char"
+         f"validation loss {rep['val_loss']:.3f} nats/char (perplexity {rep['perplexity']:.1f}) at step {rep['best_step']}, "
+         f"the best checkpoint; {rep['last_val_loss']:.3f} at the end"]
+    if "unigram_entropy" in rep: s.append(f"unigram entropy of the same validation text: {rep['unigram_entropy']:.3f} nats/char")
     s.append(f"best checkpoint: {rep['checkpoint']}")
     return "\n".join(s)

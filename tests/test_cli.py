@@ -76,9 +76,26 @@ def test_prompt_of_unknown_characters(pretrained, capsys):
 def test_checkpoint_from_another_config(pretrained, tmp_path, capsys):
     before = pretrained.read_bytes()
     code, _, err = run(["train", "--init", pretrained, "--preset", "small", "--max", "100", "--steps", "2",
-                        "--out", pretrained.parent, "--no-progress"], capsys)
+                        "--out", tmp_path / "r", "--no-progress"], capsys)
     assert "preset" in one_line_error(code, err)
     assert pretrained.read_bytes() == before                     # nothing destroyed
+
+
+def test_rerun_into_a_folder_with_a_checkpoint(pretrained, capsys):
+    before = pretrained.read_bytes()
+    code, _, err = run(["train", "--max", "100", "--steps", "2", "--out", pretrained.parent, *SMALL], capsys)
+    assert "--overwrite" in one_line_error(code, err)
+    assert pretrained.read_bytes() == before                     # the earlier (better) model is kept
+
+
+def test_bad_numbers_are_usage_errors(capsys):
+    for args in (["train", "--steps", "0"], ["train", "--batch-size", "-1"], ["train", "--lr", "-1"]):
+        with pytest.raises(SystemExit) as e: main(args)
+        assert e.value.code == 2 and args[1] in capsys.readouterr().err
+    for opt, val in (("--temperature", "-1"), ("--top-k", "-1"), ("--top-p", "0"), ("--max-new-tokens", "-3")):
+        code, _, err = run(["generate", "--prompt", "中国", opt, val, "--ckpt", "nowhere"], capsys)
+        msg = one_line_error(code, err)
+        assert opt in msg or opt.lstrip("-").replace("-", "_") in msg
 
 
 def test_corrupt_checkpoint(pretrained, tmp_path, capsys):
