@@ -34,6 +34,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'mint.checkpoint.CheckpointError': ('checkpoint.html#checkpointerror', 'mint/checkpoint.py'),
                                  'mint.checkpoint._read_json': ('checkpoint.html#_read_json', 'mint/checkpoint.py'),
                                  'mint.checkpoint.atomic_write': ('checkpoint.html#atomic_write', 'mint/checkpoint.py'),
+                                 'mint.checkpoint.checkpoint_meta': ('checkpoint.html#checkpoint_meta', 'mint/checkpoint.py'),
                                  'mint.checkpoint.list_checkpoints': ('checkpoint.html#list_checkpoints', 'mint/checkpoint.py'),
                                  'mint.checkpoint.load_checkpoint': ('checkpoint.html#load_checkpoint', 'mint/checkpoint.py'),
                                  'mint.checkpoint.save_checkpoint': ('checkpoint.html#save_checkpoint', 'mint/checkpoint.py'),

@@ -16,7 +16,7 @@ from .model import views, n_params, param_specs
 
 # %% auto #0
 __all__ = ['CheckpointError', 'atomic_write', 'sidecar_path', 'save_checkpoint', 'Checkpoint', 'load_checkpoint',
-           'list_checkpoints']
+           'checkpoint_meta', 'list_checkpoints']
 
 # %% ../nbs/13_checkpoint.ipynb #c3fb7132
 class CheckpointError(ValueError):
@@ -110,6 +110,11 @@ def load_checkpoint(path) -> Checkpoint:
     if len(vocab) != cfg.vocab_size:
         raise CheckpointError(f"{path}: vocab has {len(vocab)} entries, config.vocab_size is {cfg.vocab_size}")
     return Checkpoint(params, cfg, vocab, info.get("meta", {}), path)
+
+def checkpoint_meta(path) -> dict:
+    "The `meta` of a checkpoint's sidecar (step, val_loss, kind, ...) for listings; {} if the sidecar is missing or unreadable."
+    try: return json.loads(sidecar_path(path).read_text(encoding="utf-8")).get("meta", {})
+    except (OSError, ValueError, AttributeError): return {}
 
 def list_checkpoints(root="runs") -> list[Path]:
     "All `.safetensors` checkpoints under `root`, newest first."

@@ -4,7 +4,7 @@
 
 # %% ../nbs/18_cli.ipynb #eb22987d
 from __future__ import annotations
-import argparse, sys, json, math
+import argparse, sys
 from pathlib import Path
 
 # %% auto #0
@@ -94,12 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
 # %% ../nbs/18_cli.ipynb #d85872bb
 def _find_ckpt(ckpt, kind: str) -> str:
     "`ckpt` if given, else the newest checkpoint under runs/ whose sidecar says `meta.kind == kind` ('lm' or 'chat')."
-    from mint.checkpoint import list_checkpoints, sidecar_path
+    from mint.checkpoint import list_checkpoints, checkpoint_meta
     if ckpt: return ckpt
     for p in list_checkpoints("runs"):
-        try: k = json.loads(sidecar_path(p).read_text(encoding="utf-8")).get("meta", {}).get("kind")
-        except (OSError, ValueError): continue
-        if k == kind: return str(p)
+        if checkpoint_meta(p).get("kind") == kind: return str(p)
     how = ("`mint train`" if kind == "lm" else "`mint demo`, or `mint train --data chatterbot --init runs/peoples_daily`")
     raise ValueError(f"no {'language' if kind == 'lm' else 'chat'} model found under runs/: train one with {how}, or pass --ckpt")
 
@@ -144,12 +142,11 @@ def cmd_info(a):
     for k, v in ck.meta.items(): print(f"meta.{k}: {v}")
 
 def cmd_list(a):
-    from mint.checkpoint import list_checkpoints, sidecar_path
+    from mint.checkpoint import list_checkpoints, checkpoint_meta
     found = list_checkpoints(a.root)
     if not found: print(f"no checkpoints under {a.root}/"); return
     for p in found:
-        try: meta = json.loads(sidecar_path(p).read_text(encoding="utf-8")).get("meta", {})
-        except (OSError, ValueError): meta = {}
+        meta = checkpoint_meta(p)
         vl = meta.get("val_loss")
         print(f"{str(p):50s} step {meta.get('step', '?'):>6}  val {vl if vl is None else f'{vl:.3f}'}  {meta.get('saved_at', '')}")
 

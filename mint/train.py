@@ -183,11 +183,10 @@ def _texts(kind, samples):
 
 def check_out_dir(out_dir, overwrite: bool = False):
     "Refuse to train into a folder that already holds a checkpoint (a new run's 'best' would replace it), unless `overwrite`."
-    from mint.checkpoint import sidecar_path
+    from mint.checkpoint import checkpoint_meta
     ck = Path(out_dir) / "best.safetensors"
     if ck.exists() and not overwrite:
-        try: m = json.loads(sidecar_path(ck).read_text(encoding="utf-8")).get("meta", {})
-        except (OSError, ValueError): m = {}
+        m = checkpoint_meta(ck)
         raise ValueError(f"{ck} already exists (step {m.get('step', '?')}, validation loss {m.get('val_loss', '?')}): "
                          f"a new run would replace it — choose another --out, or pass --overwrite")
 
