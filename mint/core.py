@@ -25,11 +25,21 @@ class ModelConfig:
     n_heads: int = 8
     n_layers: int = 4
     max_seq_len: int = 128
+    qk_norm: bool = False          # Qwen3-style RMSNorm of q and k over head_dim, before RoPE
+    attention_bias: bool = True    # biases of q/k/v/o projections (the report: on)
+    mlp_bias: bool = True          # biases of gate/up/down projections (the report: on)
+    lm_head_bias: bool = True      # bias of the output projection (the report: on)
+    rms_eps: float = 1e-6          # epsilon of every RMSNorm
     def __post_init__(self):
         for k in ("vocab_size", "d_model", "n_heads", "n_layers", "max_seq_len"):
             v = getattr(self, k)
-            if not isinstance(v, (int, np.integer)) or v <= 0:
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
                 raise ValueError(f"ModelConfig.{k} must be a positive integer, got {v!r}")
+        for k in ("qk_norm", "attention_bias", "mlp_bias", "lm_head_bias"):
+            if not isinstance(getattr(self, k), (bool, np.bool_)):
+                raise ValueError(f"ModelConfig.{k} must be true or false, got {getattr(self, k)!r}")
+        if not (isinstance(self.rms_eps, (int, float)) and 0 < self.rms_eps < 1):
+            raise ValueError(f"ModelConfig.rms_eps must be a number in (0, 1), got {self.rms_eps!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"ModelConfig: d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.head_dim % 2:
