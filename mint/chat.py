@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from .core import ModelConfig
 from .vocab import Vocab, BOS, EOS, HUMAN, ASSISTANT, UNK
-from .generate import Decoder, sample_next, allowed_logits, check_sampling
+from .generate import Decoder, stream, check_sampling, check_prompt
 
 # %% auto #0
 __all__ = ['reply_room', 'ChatSession', 'chat_loop']
@@ -18,12 +18,13 @@ def reply_room(max_seq_len: int) -> int:
     return min(max_seq_len // 2, 50)
 
 class ChatSession:
-    "A multi-turn chat over one model: `ask(text) -> reply`, `clear()`; keeps the last `max_rounds` rounds in a KV cache."
+    "A multi-turn chat over one model: `ask(text) -> reply`, `clear()`; keeps the last `max_rounds` rounds in the KV cache of a `mint.generate.Decoder` and generates with its one token stream."
     def __init__(self, params, cfg: ModelConfig, vocab: Vocab, temperature=0.7, top_k=50, top_p=0.9,
-                 max_rounds: int = 6, max_reply: int | None = None, seed: int | None = None):
+                 max_rounds: int = 6, max_reply: int | None = None, seed: int | None = None, device: str = "cpu"):
         check_sampling(temperature, top_k, top_p)
         if max_rounds < 1: raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
-        self.cfg, self.vocab, self.dec = cfg, vocab, Decoder(params, cfg)
+        self.cfg, self.vocab = cfg, vocab
+        self.dec = Decoder(params, cfg, device, capacity=cfg.max_seq_len + 1)
         self.sampling = dict(temperature=temperature, top_k=top_k, top_p=top_p)
         self.max_rounds, self.max_reply = max_rounds, max_reply
         self.keep = cfg.max_seq_len - reply_room(cfg.max_seq_len)
@@ -32,41 +33,31 @@ class ChatSession:
 
     def clear(self):
         "Forget the conversation: empty cache, positions back to 0."
-        self.cache = self.dec.new_cache(capacity=self.cfg.max_seq_len + 1)
-        self.tokens, self.rounds, self.history, self.pos = [], [], [], 0
+        self.dec.reset()
+        self.tokens, self.rounds, self.history = [], [], []
 
-    def _feed(self, toks):
-        logits = None
-        for t in toks:
-            logits = self.dec.step(int(t), self.pos, self.cache); self.tokens.append(int(t)); self.pos += 1
-        return logits
+    @property
+    def pos(self) -> int: return self.dec.pos
 
     def _drop_oldest(self):
         n = self.rounds.pop(0); self.history.pop(0)
-        self.cache.trim_front(n); del self.tokens[:n]
+        self.dec.trim_front(n); del self.tokens[:n]
 
     def ask(self, text: str) -> str:
         "Add the user's `text`, generate and return the reply (stops at `<eos>` or the room left in the window)."
-        q = self.vocab.encode(text).tolist()
-        if q and all(t == UNK for t in q):
-            raise ValueError(f"message {text!r}: none of its characters are in the model's vocabulary")
+        q = check_prompt(self.vocab, text, "message").tolist()
         turn = ([BOS] if not self.rounds else []) + [HUMAN] + q + [ASSISTANT]
         while self.rounds and (len(self.rounds) >= self.max_rounds or len(self.tokens) + len(turn) > self.keep):
             self._drop_oldest()
         if not self.rounds and len(turn) > self.keep:              # the question alone is too long: keep its end
             head = turn[:len(turn) - len(q) - 1]                      # [<bos>,] <human>
             turn = head + q[len(q) - (self.keep - len(head) - 1):] + [ASSISTANT]
-        start = len(self.tokens)
-        logits = self._feed(turn)
-        room = self.cfg.max_seq_len - len(self.tokens) - 1         # leave a slot for <eos>
+        room = self.cfg.max_seq_len - len(self.tokens) - len(turn) - 1   # leave a slot for <eos>
         if self.max_reply: room = min(room, self.max_reply)
-        out = []
-        for _ in range(max(room, 0)):
-            t = sample_next(allowed_logits(logits), rng=self.rng, **self.sampling)
-            if t == EOS: break
-            out.append(t); logits = self._feed([t])
-        self._feed([EOS])
-        self.rounds.append(len(self.tokens) - start)
+        out = list(stream(self.dec, turn, max(room, 0), rng=self.rng, **self.sampling))
+        self.dec.feed([EOS])
+        self.tokens += turn + out + [EOS]
+        self.rounds.append(len(turn) + len(out) + 1)
         reply = self.vocab.decode(np.array(out, np.int32))
         self.history.append((text, reply))
         return reply

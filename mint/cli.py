@@ -102,7 +102,8 @@ def _find_ckpt(ckpt, kind: str) -> str:
     raise ValueError(f"no {'language' if kind == 'lm' else 'chat'} model found under runs/: train one with {how}, or pass --ckpt")
 
 def cmd_train(a):
-    from mint.train import TrainConfig, train_corpus
+    from mint.train import TrainConfig
+    from mint.pipeline import train_corpus
     if a.init and a.preset is None: preset_name = None
     else: preset_name = a.preset or "tiny"
     out = a.out or (DEFAULT_RUN if a.data == "peoples_daily" else f"runs/{Path(a.data).stem}")
@@ -157,7 +158,8 @@ def cmd_gpu(a):
     for k, v in info.items(): print(f"{k}: {v}")
 
 def cmd_demo(a):
-    from mint.train import TrainConfig, train_corpus, check_out_dir
+    from mint.train import TrainConfig
+    from mint.pipeline import train_corpus, check_out_dir
     from mint.checkpoint import load_checkpoint
     from mint.chat import ChatSession
     out = Path(a.out)
