@@ -6,10 +6,11 @@ The module tree mirrors Hugging Face Llama, so `state_dict()` keys are exactly M
 PyTorch's `.grad`s back into a flat buffer of Mint's layout.
 
 Architecture (mint.model, report §5.7–§5.9, §6): embedding × √d_model; per layer pre-norm
-RMSNorm(ε=1e-6, gain) → q/k/v Linear with biases → RoPE on pairs (i, i+head_dim/2), θ = pos·10000^(−2i/head_dim)
-→ causal (or block-causal with `seg`) attention, scale 1/√head_dim → o_proj with bias → residual; RMSNorm →
-SwiGLU FFN (gate/up/down with biases, d_ff = 3·d_model) → residual; final RMSNorm; lm_head with bias;
-masked mean cross-entropy.
+RMSNorm(ε=cfg.rms_eps, gain) → q/k/v Linear (biases if cfg.attention_bias) → with cfg.qk_norm an RMSNorm over
+head_dim of q and k (Qwen3: `q_norm`, `k_norm`) → RoPE on pairs (i, i+head_dim/2), θ = pos·10000^(−2i/head_dim)
+→ causal (or block-causal with `seg`) attention, scale 1/√head_dim → o_proj → residual; RMSNorm →
+SwiGLU FFN (gate/up/down, biases if cfg.mlp_bias, d_ff = 3·d_model) → residual; final RMSNorm; lm_head (bias if
+cfg.lm_head_bias); masked mean cross-entropy.
 
 Needs torch (a bench-only dependency: `pip install -e ".[bench]"`).
 """
@@ -58,17 +59,22 @@ def allowed_mask(seg, T: int, device):
 
 
 class Attention(nn.Module):
-    "Multi-head causal self-attention with biased q/k/v/o projections and RoPE."
-    def __init__(self, d: int, n_heads: int):
+    "Multi-head causal self-attention: q/k/v/o projections (biases if cfg.attention_bias), optional QK-norm, RoPE."
+    def __init__(self, cfg):
         super().__init__()
-        self.n_heads, self.head_dim = n_heads, d // n_heads
-        self.q_proj, self.k_proj, self.v_proj, self.o_proj = (nn.Linear(d, d, bias=True) for _ in range(4))
+        d = cfg.d_model
+        self.n_heads, self.head_dim = cfg.n_heads, cfg.head_dim
+        self.q_proj, self.k_proj, self.v_proj, self.o_proj = (nn.Linear(d, d, bias=cfg.attention_bias) for _ in range(4))
+        if cfg.qk_norm: self.q_norm, self.k_norm = RMSNorm(cfg.head_dim, cfg.rms_eps), RMSNorm(cfg.head_dim, cfg.rms_eps)
+        self.qk_norm = cfg.qk_norm
 
     def forward(self, x, cos, sin, seg, impl: str):
         B, T, d = x.shape
         H, hd = self.n_heads, self.head_dim
-        q = apply_rope(self.q_proj(x).view(B, T, H, hd), cos, sin).transpose(1, 2)   # [B, H, T, hd]
-        k = apply_rope(self.k_proj(x).view(B, T, H, hd), cos, sin).transpose(1, 2)
+        q, k = self.q_proj(x).view(B, T, H, hd), self.k_proj(x).view(B, T, H, hd)
+        if self.qk_norm: q, k = self.q_norm(q), self.k_norm(k)
+        q = apply_rope(q, cos, sin).transpose(1, 2)                                  # [B, H, T, hd]
+        k = apply_rope(k, cos, sin).transpose(1, 2)
         v = self.v_proj(x).view(B, T, H, hd).transpose(1, 2)
         if impl == "sdpa" and seg is None:
             o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -84,11 +90,12 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
-    "SwiGLU FFN with biases: down(swish(gate(x)) ⊙ up(x)), d_ff = 3·d_model."
-    def __init__(self, d: int, d_ff: int):
+    "SwiGLU FFN: down(swish(gate(x)) ⊙ up(x)), d_ff = 3·d_model, biases if cfg.mlp_bias."
+    def __init__(self, cfg):
         super().__init__()
-        self.gate_proj, self.up_proj = nn.Linear(d, d_ff, bias=True), nn.Linear(d, d_ff, bias=True)
-        self.down_proj = nn.Linear(d_ff, d, bias=True)
+        d, d_ff, b = cfg.d_model, cfg.d_ff, cfg.mlp_bias
+        self.gate_proj, self.up_proj = nn.Linear(d, d_ff, bias=b), nn.Linear(d, d_ff, bias=b)
+        self.down_proj = nn.Linear(d_ff, d, bias=b)
 
     def forward(self, x):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
@@ -98,10 +105,10 @@ class Block(nn.Module):
     "Pre-norm decoder layer: h = x + Attn(RMSNorm₁(x)); out = h + MLP(RMSNorm₂(h))."
     def __init__(self, cfg):
         super().__init__()
-        self.input_layernorm = RMSNorm(cfg.d_model)
-        self.self_attn = Attention(cfg.d_model, cfg.n_heads)
-        self.post_attention_layernorm = RMSNorm(cfg.d_model)
-        self.mlp = MLP(cfg.d_model, cfg.d_ff)
+        self.input_layernorm = RMSNorm(cfg.d_model, cfg.rms_eps)
+        self.self_attn = Attention(cfg)
+        self.post_attention_layernorm = RMSNorm(cfg.d_model, cfg.rms_eps)
+        self.mlp = MLP(cfg)
 
     def forward(self, x, cos, sin, seg, impl):
         h = x + self.self_attn(self.input_layernorm(x), cos, sin, seg, impl)
@@ -113,7 +120,7 @@ class _Decoder(nn.Module):
         super().__init__()
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
-        self.norm = RMSNorm(cfg.d_model)
+        self.norm = RMSNorm(cfg.d_model, cfg.rms_eps)
 
 
 class MintTorch(nn.Module):
@@ -125,7 +132,7 @@ class MintTorch(nn.Module):
         if attn_impl not in ("sdpa", "math"): raise ValueError(f"attn_impl must be 'sdpa' or 'math', got {attn_impl!r}")
         self.cfg, self.attn_impl = cfg, attn_impl
         self.model = _Decoder(cfg)
-        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=True)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.lm_head_bias)
 
     def forward(self, input_ids, pos=None, seg=None):
         "Logits [B, T, V] for input_ids int [B, T]; pos int [B, T] (default 0..T-1 per row); seg int [B, T] or None."

@@ -59,6 +59,13 @@ CASES = [  # (name, cfg, packed, attn_impl, B, T)
     ("toy, causal, sdpa", ModelConfig(vocab_size=11, d_model=8, n_heads=2, n_layers=2, max_seq_len=8), False, "sdpa", 2, 8),
     ("tiny-like, packed+padding, math", ModelConfig(vocab_size=97, d_model=32, n_heads=4, n_layers=2, max_seq_len=24), True, "math", 3, 19),
     ("tiny-like, causal, sdpa", ModelConfig(vocab_size=97, d_model=32, n_heads=4, n_layers=2, max_seq_len=24), False, "sdpa", 3, 19),
+    # the architecture switches: each bias off, QK-norm on (Qwen3: QK-norm and no bias), QK-norm with every bias
+    ("toy, no biases, packed", ModelConfig(vocab_size=11, d_model=8, n_heads=2, n_layers=2, max_seq_len=8,
+                                           attention_bias=False, mlp_bias=False, lm_head_bias=False), True, "math", 2, 8),
+    ("toy, qwen3 (qk_norm, no biases), packed", ModelConfig(vocab_size=11, d_model=8, n_heads=2, n_layers=2, max_seq_len=8,
+        qk_norm=True, attention_bias=False, mlp_bias=False, lm_head_bias=False), True, "math", 2, 8),
+    ("tiny-like, qk_norm + biases, sdpa", ModelConfig(vocab_size=97, d_model=32, n_heads=4, n_layers=2, max_seq_len=24,
+                                                     qk_norm=True), False, "sdpa", 3, 19),
 ]
 
 

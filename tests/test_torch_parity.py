@@ -22,9 +22,10 @@ def test_loss_and_grads_match_mint(case, dtype):
     assert grad_err <= tol and worst_err <= 10 * tol, f"{name}: gradients differ by {grad_err:.1e}; worst {worst} {worst_err:.1e}"
 
 
-def test_names_and_shapes_match_mint():
+@pytest.mark.parametrize("case", tp.CASES, ids=[c[0] for c in tp.CASES])
+def test_names_and_shapes_match_mint(case):
     from mint.model import param_specs
-    cfg = tp.CASES[0][1]
+    cfg = case[1]
     model = tp.MintTorch(cfg)
     test = [(n, tuple(p.shape)) for n, p in model.named_parameters()]
     assert sorted(test) == sorted((n, tuple(s)) for n, s in param_specs(cfg))
