@@ -9,8 +9,8 @@ from dataclasses import dataclass, asdict, field
 import numpy as np
 
 # %% auto #0
-__all__ = ['PRESETS', 'ModelConfig', 'preset', 'seed_everything', 'simulator_enabled', 'gpu_available', 'get_device', 'on_device',
-           'gpu_info', 'numerical_grad', 'rel_error', 'cdiv']
+__all__ = ['PRESETS', 'PEAK_TFLOPS', 'ModelConfig', 'preset', 'seed_everything', 'simulator_enabled', 'gpu_available',
+           'get_device', 'on_device', 'gpu_info', 'peak_tflops', 'mfu', 'numerical_grad', 'rel_error', 'cdiv']
 
 # %% ../nbs/00_core.ipynb #7d86c30c
 if not hasattr(np, "row_stack"):  # numpy >= 2.5 dropped it; numba-cuda 0.30.4 still calls it at compile time
@@ -118,6 +118,31 @@ def gpu_info() -> dict | None:
     return {"device": name, "compute_capability": "%d.%d" % dev.compute_capability,
             "memory_total_GiB": round(total / 2**30, 1), "memory_free_GiB": round(free / 2**30, 1),
             "numba": numba.__version__, "numba-cuda": md.version("numba-cuda")}
+
+# %% ../nbs/00_core.ipynb #0d8fb131
+PEAK_TFLOPS = {  # name fragment -> dense peak TFLOP/s per precision (NVIDIA data sheets); first match wins
+    "H200":      {"fp32": 67.0, "tf32": 494.7, "bf16": 989.4},
+    "H100 PCIe": {"fp32": 51.2, "tf32": 378.0, "bf16": 756.0},
+    "H100":      {"fp32": 67.0, "tf32": 494.7, "bf16": 989.4},   # SXM
+    "A100":      {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0},
+    "L40S":      {"fp32": 91.6, "tf32": 183.0, "bf16": 366.0},
+    "L4":        {"fp32": 30.3, "tf32": 60.0, "bf16": 121.0},
+    "A10":       {"fp32": 31.2, "tf32": 62.5, "bf16": 125.0},
+    "RTX 4090":  {"fp32": 82.6, "tf32": 82.6, "bf16": 165.2},
+    "V100":      {"fp32": 15.7},
+    "T4":        {"fp32": 8.1},
+}
+
+def peak_tflops(device_name: str | None, precision: str = "fp32") -> float | None:
+    "Dense peak TFLOP/s of the GPU called `device_name` at `precision` ('fp32', 'tf32', 'bf16'), or None if it is not in `PEAK_TFLOPS`."
+    for frag, peaks in PEAK_TFLOPS.items():
+        if device_name and frag.lower() in device_name.lower(): return peaks.get(precision)
+    return None
+
+def mfu(tokens_per_s: float, flops_per_token: float, device_name: str | None, precision: str = "fp32") -> float | None:
+    "Model FLOPs utilisation in [0, 1]: tokens_per_s × flops_per_token ÷ the device's peak; None for an unknown device."
+    peak = peak_tflops(device_name, precision)
+    return None if not peak else tokens_per_s * flops_per_token / (peak * 1e12)
 
 # %% ../nbs/00_core.ipynb #a8cb3d52
 def numerical_grad(f, x: np.ndarray, h: float = 1e-6, idx=None) -> np.ndarray:

@@ -19,7 +19,7 @@ from .flash_attention import attention_cached
 from .loss import cross_entropy
 
 # %% auto #0
-__all__ = ['INT32_MAX', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views', 'init_params',
+__all__ = ['INT32_MAX', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views', 'flops_per_token', 'init_params',
            'workspace_shapes', 'workspace_bytes', 'check_int32', 'Workspace', 'KVCache', 'layer_forward', 'forward',
            'loss_forward', 'layer_backward', 'backward', 'loss_and_grads', 'logits_of']
 
@@ -91,6 +91,14 @@ def views(buf, cfg: ModelConfig) -> SimpleNamespace:
             down_w=named[p + "mlp.down_proj.weight"], down_b=at(p + "mlp.down_proj.bias")))
     return SimpleNamespace(named=named, layers=layers, embed=named["model.embed_tokens.weight"],
                            norm=named["model.norm.weight"], lm_w=named["lm_head.weight"], lm_b=at("lm_head.bias"))
+
+# %% ../nbs/12_model.ipynb #a7ff758c
+def flops_per_token(cfg: ModelConfig, seq_len: int | None = None, training: bool = True) -> float:
+    "Model FLOPs per token: 6N + 12·L·T·d training (forward + backward), 2N + 4·L·T·d forward only; N = weights of every matmul (lm_head in, embedding out), T = seq_len (default max_seq_len)."
+    d, F, V, L = cfg.d_model, cfg.d_ff, cfg.vocab_size, cfg.n_layers
+    T = seq_len or cfg.max_seq_len
+    n_mm = L * (4 * d * d + 3 * d * F) + V * d
+    return float(6 * n_mm + 12 * L * T * d) if training else float(2 * n_mm + 4 * L * T * d)
 
 # %% ../nbs/12_model.ipynb #58120a00
 def init_params(cfg: ModelConfig, seed: int = 0) -> np.ndarray:
