@@ -4,7 +4,7 @@
 
 # %% ../nbs/15_gpu_train.ipynb #d8699333
 from __future__ import annotations
-import math, warnings
+import math, time, warnings
 from contextlib import contextmanager
 import numpy as np
 from numba import cuda
@@ -122,6 +122,7 @@ class GpuEngine(Engine):
         grad_sumsq(self.g, out=self.sumsq)
         poison_if_nonfinite_kernel[1, 1](loss, self.sumsq)      # a non-finite loss makes Adam drop the step
         adam_step(self.p, self.g, self.m, self.v, lr, step, self.acfg, sumsq=self.sumsq, rejected=self.rejected)
+        self.t_issued = time.perf_counter()                    # every launch of the step is queued (host time ends)
         loss.copy_to_host(self.loss_host)                      # 4 bytes down; waits for the step
         return float(self.loss_host[0])
     def accumulate(self, tot, loss, n: float):
