@@ -6,12 +6,15 @@ r"""Fused attention that never stores the $T\times T$ probabilities: the online 
 from __future__ import annotations
 import functools, math
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, int64
 from .core import on_device, simulator_enabled, cdiv
 from .attention import MASK_VALUE, MASKED_BELOW, attention_mask, attention_forward_ref
 
 # %% auto #0
-__all__ = ['CACHED_TILE', 'attention_cached_ref', 'make_cached_kernel', 'attention_cached']
+__all__ = ['CACHED_TILE', 'REF_TILE', 'FLASH_TILE', 'FLASH_SMEM_BYTES', 'attention_cached_ref', 'make_cached_kernel',
+           'attention_cached', 'tile_mask', 'flash_attention_forward_ref', 'flash_attention_backward_ref',
+           'make_flash_forward_kernel', 'make_flash_dq_kernel', 'make_flash_dkdv_kernel', 'flash_attention_forward',
+           'flash_attention_backward']
 
 # %% ../nbs/09a_flash_attention.ipynb #28c4b887
 def _check_cached(q, k_cache, v_cache, fn: str) -> tuple:
@@ -181,3 +184,381 @@ def attention_cached(q, k_cache, v_cache, start, out=None, tile: int | None = No
     make_cached_kernel(hd, tile)[(T, H, B), tile](q, k_cache, v_cache, start_arr, start_int, use_arr,
                                                   np.float32(1 / math.sqrt(hd)), out)
     return out
+
+# %% ../nbs/09a_flash_attention.ipynb #f0c13bbb
+def tile_mask(seg, q0: int, q1: int, k0: int, k1: int) -> np.ndarray:
+    "Allowed keys of query rows q0..q1-1 x keys k0..k1-1: bool (1,1,nq,nk) causal, (B,1,nq,nk) block-causal with seg[B,T] (seg < 0: padding)."
+    causal = np.arange(k0, k1)[None, :] <= np.arange(q0, q1)[:, None]
+    if seg is None: return causal[None, None]
+    sq, sk = seg[:, q0:q1, None], seg[:, None, k0:k1]
+    return (causal & (sq == sk) & (sq >= 0))[:, None]
+
+# %% ../nbs/09a_flash_attention.ipynb #6ea9401b
+def _check_qkv(q, k, v, seg, fn: str) -> tuple:
+    "(B, T, H, hd) of q; ValueError unless q, k, v share one 4-D float shape/dtype and seg is None or integer (B, T)."
+    if len(q.shape) != 4: raise ValueError(f"{fn}: q must be 4-D (B, T, H, head_dim), got shape {tuple(q.shape)}")
+    for name, a in (("k", k), ("v", v)):
+        if tuple(a.shape) != tuple(q.shape): raise ValueError(f"{fn}: {name} shape {tuple(a.shape)} must equal q shape {tuple(q.shape)}")
+        if np.dtype(a.dtype) != np.dtype(q.dtype): raise ValueError(f"{fn}: q, k, v must share one dtype, got {q.dtype} and {a.dtype} ({name})")
+    if np.dtype(q.dtype).kind != "f": raise ValueError(f"{fn}: q, k, v must be floating point, got {q.dtype}")
+    B, T = q.shape[:2]
+    if seg is not None and (tuple(seg.shape) != (B, T) or np.dtype(seg.dtype).kind not in "iu"):
+        raise ValueError(f"{fn}: seg must be an integer array of shape ({B}, {T}), got {np.dtype(seg.dtype).name} {tuple(seg.shape)}")
+    return tuple(q.shape)
+
+REF_TILE = 64    # tile of the NumPy reference (rows and keys); any size gives the same result
+
+def flash_attention_forward_ref(q, k, v, seg=None, tile: int = REF_TILE):
+    "Tiled online-softmax attention, q, k, v [B,T,H,hd] (causal; block-causal with seg[B,T]) -> (out [B,T,H,hd], lse [B,H,T]), dtype kept."
+    B, T, H, hd = _check_qkv(q, k, v, seg, "flash_attention_forward_ref")
+    dt, scale = q.dtype, 1 / math.sqrt(hd)
+    Q, K, V = (a.transpose(0, 2, 1, 3) for a in (q, k, v))     # [B,H,T,hd] views
+    out = np.zeros((B, H, T, hd), dt)
+    lse = np.full((B, H, T), MASK_VALUE, dt)
+    for q0 in range(0, T, tile):
+        q1 = min(q0 + tile, T)
+        m = np.full((B, H, q1 - q0, 1), MASK_VALUE, dt)          # running max, "minus infinity" to start
+        l = np.zeros((B, H, q1 - q0, 1), dt)                     # running sum of e^(s - m)
+        acc = np.zeros((B, H, q1 - q0, hd), dt)                  # running sum of e^(s - m) v
+        for k0 in range(0, q1, tile):                            # causal: no key tile right of the diagonal
+            k1 = min(k0 + tile, q1)
+            allowed = tile_mask(seg, q0, q1, k0, k1)
+            s = Q[:, :, q0:q1] @ K[:, :, k0:k1].swapaxes(-1, -2)
+            s *= scale
+            np.copyto(s, MASK_VALUE, where=~allowed)
+            m_new = np.maximum(m, s.max(-1, keepdims=True))
+            alpha = np.exp(m - m_new)                            # <= 1: rescales what came before
+            p = np.exp(s - m_new) * allowed                      # exponents <= 0; masked -> exactly 0
+            l = alpha * l + p.sum(-1, keepdims=True)
+            acc = alpha * acc + p @ V[:, :, k0:k1]
+            m = m_new
+        seen = l > 0                                             # rows that see nothing keep out = 0, lse = MASK_VALUE
+        out[:, :, q0:q1] = acc / np.where(seen, l, 1)
+        lse[:, :, q0:q1] = np.where(seen, m + np.log(np.where(seen, l, 1)), MASK_VALUE)[..., 0]
+    return np.ascontiguousarray(out.transpose(0, 2, 1, 3)), lse
+
+# %% ../nbs/09a_flash_attention.ipynb #b909fda8
+def flash_attention_backward_ref(dout, q, k, v, out, lse, seg=None, tile: int = REF_TILE):
+    "Tiled attention backward from out [B,T,H,hd] and lse [B,H,T] of the forward (P recomputed per tile) -> (dq, dk, dv) [B,T,H,hd], dtype kept."
+    fn = "flash_attention_backward_ref"
+    B, T, H, hd = _check_qkv(q, k, v, seg, fn)
+    if tuple(dout.shape) != (B, T, H, hd) or tuple(out.shape) != (B, T, H, hd) or tuple(lse.shape) != (B, H, T):
+        raise ValueError(f"{fn}: dout {tuple(dout.shape)} and out {tuple(out.shape)} must be {(B, T, H, hd)}, lse {tuple(lse.shape)} must be {(B, H, T)}")
+    dt, scale = q.dtype, 1 / math.sqrt(hd)
+    Q, K, V, O, dO = (a.transpose(0, 2, 1, 3) for a in (q, k, v, out, dout))
+    D = (dO * O).sum(-1)                                         # [B,H,T] = rowsum(dP ⊙ P)
+    dq, dk, dv = (np.zeros((B, H, T, hd), dt) for _ in range(3))
+    for k0 in range(0, T, tile):
+        k1 = min(k0 + tile, T)
+        for q0 in range(k0, T, tile):                            # causal: only queries t >= k0 see this key tile
+            q1 = min(q0 + tile, T)
+            allowed = tile_mask(seg, q0, q1, k0, k1)
+            s = Q[:, :, q0:q1] @ K[:, :, k0:k1].swapaxes(-1, -2)
+            s *= scale
+            np.copyto(s, MASK_VALUE, where=~allowed)
+            p = np.exp(s - lse[:, :, q0:q1, None]) * allowed     # P recomputed from the lse
+            dv[:, :, k0:k1] += p.swapaxes(-1, -2) @ dO[:, :, q0:q1]
+            ds = dO[:, :, q0:q1] @ V[:, :, k0:k1].swapaxes(-1, -2)   # dP
+            ds -= D[:, :, q0:q1, None]
+            ds *= p                                              # dS = P ⊙ (dP - D)
+            dq[:, :, q0:q1] += scale * (ds @ K[:, :, k0:k1])
+            dk[:, :, k0:k1] += scale * (ds.swapaxes(-1, -2) @ Q[:, :, q0:q1])
+    return tuple(np.ascontiguousarray(g.transpose(0, 2, 1, 3)) for g in (dq, dk, dv))
+
+# %% ../nbs/09a_flash_attention.ipynb #e7559862
+FLASH_TILE = 8 if simulator_enabled() else 32   # threads per block = rows per tile (a power of two); the launcher shrinks it for large head_dim
+FLASH_SMEM_BYTES = 40 * 1024                    # shared-memory budget per block (the static limit is 48 KB)
+
+def _flash_smem(head_dim: int, tile: int) -> int:
+    "Shared bytes of the largest flash kernel (dkdv): Q, dO tiles, its own K, V rows (padded), lse, D and seg of a tile."
+    return 2 * tile * head_dim * 4 + 2 * tile * (head_dim + 1) * 4 + tile * (4 + 4 + 8)
+
+def _flash_tile(head_dim: int, tile: int | None, fn: str) -> int:
+    "The tile to use: `tile` (checked), or FLASH_TILE halved until the kernels fit FLASH_SMEM_BYTES."
+    if tile is None:
+        tile = FLASH_TILE
+        while tile > 1 and _flash_smem(head_dim, tile) > FLASH_SMEM_BYTES: tile //= 2
+    tile = _check_tile(tile, fn)
+    if _flash_smem(head_dim, tile) > FLASH_SMEM_BYTES:
+        raise ValueError(f"{fn}: tile {tile} with head_dim {head_dim} needs {_flash_smem(head_dim, tile)} bytes of shared memory (> {FLASH_SMEM_BYTES}); use a smaller tile")
+    return tile
+
+# %% ../nbs/09a_flash_attention.ipynb #52ce9c6c
+@functools.lru_cache(maxsize=None)
+def make_flash_forward_kernel(head_dim: int, tile: int = FLASH_TILE):
+    "Flash-attention forward kernel for one head_dim and tile; cached. grid (ceil(T/tile), H, B), block tile."
+    HD = int(head_dim)
+    NT = _check_tile(tile, "make_flash_forward_kernel")
+
+    @cuda.jit
+    def flash_forward(q, k, v, seg, use_seg, scale, out, lse):
+        # q, k, v, out [B,T,H,HD] float32; seg [B,T] int (read if use_seg); lse [B,H,T] float32
+        sK = cuda.shared.array((NT, HD), float32)       # keys k0..k0+NT-1 of this (b, h)
+        sV = cuda.shared.array((NT, HD), float32)       # their values
+        sSeg = cuda.shared.array(NT, int64)             # their segment ids
+        qr = cuda.local.array(HD, float32)              # this thread's query row, times scale
+        acc = cuda.local.array(HD, float32)             # running sum of e^(s - m) v
+        sc = cuda.local.array(NT, float32)              # this row's scores against the current tile
+        tid = cuda.threadIdx.x
+        h = cuda.blockIdx.y
+        b = cuda.blockIdx.z
+        T = q.shape[1]
+        q0 = cuda.blockIdx.x * NT
+        t = q0 + tid
+        row = t < T
+        for d in range(HD):
+            qr[d] = q[b, t, h, d] * scale if row else float32(0.0)
+            acc[d] = float32(0.0)
+        seg_t = seg[b, t] if (use_seg and row) else 0
+        sees = row and (not use_seg or seg_t >= 0)      # padding rows (seg < 0) see nothing
+        m = float32(MASK_VALUE)
+        l = float32(0.0)
+        for k0 in range(0, min(T, q0 + NT), NT):        # causal: key tiles up to the block's last query
+            for i in range(tid, NT * HD, NT):           # cooperative, coalesced load of the K, V tile
+                r = i // HD
+                d = i % HD
+                j = k0 + r
+                sK[r, d] = k[b, j, h, d] if j < T else float32(0.0)
+                sV[r, d] = v[b, j, h, d] if j < T else float32(0.0)
+            if use_seg:
+                sSeg[tid] = seg[b, k0 + tid] if k0 + tid < T else -1
+            cuda.syncthreads()                          # the tile is complete before anyone reads it
+            mt = float32(MASK_VALUE)
+            for jj in range(NT):
+                s = float32(MASK_VALUE)
+                if sees and k0 + jj <= t and (not use_seg or sSeg[jj] == seg_t):
+                    s = float32(0.0)
+                    for d in range(HD):
+                        s += qr[d] * sK[jj, d]
+                    mt = max(mt, s)
+                sc[jj] = s
+            m_new = max(m, mt)
+            alpha = math.exp(m - m_new)                 # m - m_new <= 0
+            l *= alpha
+            for d in range(HD):
+                acc[d] *= alpha
+            for jj in range(NT):
+                if sc[jj] > MASKED_BELOW:
+                    p = math.exp(sc[jj] - m_new)        # s - m_new <= 0
+                    l += p
+                    for d in range(HD):
+                        acc[d] += p * sV[jj, d]
+            m = m_new
+            cuda.syncthreads()                          # all reads of the tile done before the next load
+        if row:
+            if l > 0:
+                inv = float32(1.0) / l
+                for d in range(HD):
+                    out[b, t, h, d] = acc[d] * inv
+                lse[b, h, t] = m + math.log(l)
+            else:                                       # a row that sees nothing: output 0, lse "log 0"
+                for d in range(HD):
+                    out[b, t, h, d] = float32(0.0)
+                lse[b, h, t] = float32(MASK_VALUE)
+
+    return flash_forward
+
+# %% ../nbs/09a_flash_attention.ipynb #d6cc37f3
+@functools.lru_cache(maxsize=None)
+def make_flash_dq_kernel(head_dim: int, tile: int = FLASH_TILE):
+    "Flash-attention backward kernel for dq (and D = rowsum(dO*O) into dsum); cached. grid (ceil(T/tile), H, B), block tile."
+    HD = int(head_dim)
+    NT = _check_tile(tile, "make_flash_dq_kernel")
+    HDP = HD + 1      # padded row: thread tid reads row tid, so rows must not start in the same bank
+
+    @cuda.jit
+    def flash_backward_dq(dout, q, k, v, out, lse, seg, use_seg, scale, dq, dsum):
+        # dout, q, k, v, out, dq [B,T,H,HD] float32; lse, dsum [B,H,T] float32; seg [B,T] int (read if use_seg)
+        sK = cuda.shared.array((NT, HD), float32)
+        sV = cuda.shared.array((NT, HD), float32)
+        sSeg = cuda.shared.array(NT, int64)
+        sdO = cuda.shared.array((NT, HDP), float32)     # dO of the block's query rows, one per thread (+1 pad: no bank conflicts)
+        qr = cuda.local.array(HD, float32)              # q_t * scale
+        g = cuda.local.array(HD, float32)               # running sum of ds k_j
+        tid = cuda.threadIdx.x
+        h = cuda.blockIdx.y
+        b = cuda.blockIdx.z
+        T = q.shape[1]
+        q0 = cuda.blockIdx.x * NT
+        t = q0 + tid
+        row = t < T
+        for i in range(tid, NT * HD, NT):               # cooperative, coalesced load of the block's dO rows
+            r = i // HD
+            d = i % HD
+            sdO[r, d] = dout[b, q0 + r, h, d] if q0 + r < T else float32(0.0)
+        cuda.syncthreads()
+        Dt = float32(0.0)
+        for d in range(HD):
+            qr[d] = q[b, t, h, d] * scale if row else float32(0.0)
+            g[d] = float32(0.0)
+            if row:
+                Dt += sdO[tid, d] * out[b, t, h, d]
+        lse_t = lse[b, h, t] if row else float32(0.0)
+        if row:
+            dsum[b, h, t] = Dt                          # D_t for the dk/dv kernel
+        seg_t = seg[b, t] if (use_seg and row) else 0
+        sees = row and (not use_seg or seg_t >= 0)
+        for k0 in range(0, min(T, q0 + NT), NT):
+            for i in range(tid, NT * HD, NT):
+                r = i // HD
+                d = i % HD
+                j = k0 + r
+                sK[r, d] = k[b, j, h, d] if j < T else float32(0.0)
+                sV[r, d] = v[b, j, h, d] if j < T else float32(0.0)
+            if use_seg:
+                sSeg[tid] = seg[b, k0 + tid] if k0 + tid < T else -1
+            cuda.syncthreads()
+            for jj in range(NT):
+                if sees and k0 + jj <= t and (not use_seg or sSeg[jj] == seg_t):
+                    s = float32(0.0)
+                    dp = float32(0.0)
+                    for d in range(HD):
+                        s += qr[d] * sK[jj, d]
+                        dp += sdO[tid, d] * sV[jj, d]
+                    ds = math.exp(s - lse_t) * (dp - Dt)   # P_tj (dP_tj - D_t)
+                    for d in range(HD):
+                        g[d] += ds * sK[jj, d]
+            cuda.syncthreads()
+        if row:
+            for d in range(HD):
+                dq[b, t, h, d] = g[d] * scale
+
+    return flash_backward_dq
+
+# %% ../nbs/09a_flash_attention.ipynb #f72d8315
+@functools.lru_cache(maxsize=None)
+def make_flash_dkdv_kernel(head_dim: int, tile: int = FLASH_TILE):
+    "Flash-attention backward kernel for dk, dv (reads D from dsum); cached. grid (ceil(T/tile), H, B), block tile."
+    HD = int(head_dim)
+    NT = _check_tile(tile, "make_flash_dkdv_kernel")
+    HDP = HD + 1      # padded row: thread tid reads row tid, so rows must not start in the same bank
+
+    @cuda.jit
+    def flash_backward_dkdv(dout, q, k, v, lse, dsum, seg, use_seg, scale, dk, dv):
+        # dout, q, k, v, dk, dv [B,T,H,HD] float32; lse, dsum [B,H,T] float32; seg [B,T] int (read if use_seg)
+        sQ = cuda.shared.array((NT, HD), float32)       # queries q0..q0+NT-1, times scale
+        sdO = cuda.shared.array((NT, HD), float32)      # their dO
+        sLse = cuda.shared.array(NT, float32)
+        sD = cuda.shared.array(NT, float32)
+        sSeg = cuda.shared.array(NT, int64)
+        sKr = cuda.shared.array((NT, HDP), float32)     # the block's own key rows, one per thread (+1 pad: no bank conflicts)
+        sVr = cuda.shared.array((NT, HDP), float32)     # and value rows
+        gk = cuda.local.array(HD, float32)              # running dK_j
+        gv = cuda.local.array(HD, float32)              # running dV_j
+        tid = cuda.threadIdx.x
+        h = cuda.blockIdx.y
+        b = cuda.blockIdx.z
+        T = q.shape[1]
+        k0 = cuda.blockIdx.x * NT
+        j = k0 + tid
+        col = j < T
+        for i in range(tid, NT * HD, NT):               # cooperative, coalesced load of the block's K, V rows
+            r = i // HD
+            d = i % HD
+            sKr[r, d] = k[b, k0 + r, h, d] if k0 + r < T else float32(0.0)
+            sVr[r, d] = v[b, k0 + r, h, d] if k0 + r < T else float32(0.0)
+        for d in range(HD):
+            gk[d] = float32(0.0)
+            gv[d] = float32(0.0)
+        seg_j = seg[b, j] if (use_seg and col) else 0
+        seen = col and (not use_seg or seg_j >= 0)      # padding keys are seen by nobody
+        for q0 in range(k0, T, NT):                     # causal: only queries t >= k0 see these keys
+            for i in range(tid, NT * HD, NT):
+                r = i // HD
+                d = i % HD
+                t = q0 + r
+                sQ[r, d] = q[b, t, h, d] * scale if t < T else float32(0.0)
+                sdO[r, d] = dout[b, t, h, d] if t < T else float32(0.0)
+            t = q0 + tid
+            sLse[tid] = lse[b, h, t] if t < T else float32(0.0)
+            sD[tid] = dsum[b, h, t] if t < T else float32(0.0)
+            if use_seg:
+                sSeg[tid] = seg[b, t] if t < T else -1
+            cuda.syncthreads()
+            for tt in range(NT):
+                t = q0 + tt
+                if seen and j <= t and t < T and (not use_seg or sSeg[tt] == seg_j):
+                    s = float32(0.0)
+                    dp = float32(0.0)
+                    for d in range(HD):
+                        s += sQ[tt, d] * sKr[tid, d]
+                        dp += sdO[tt, d] * sVr[tid, d]
+                    p = math.exp(s - sLse[tt])
+                    ds = p * (dp - sD[tt])
+                    for d in range(HD):
+                        gv[d] += p * sdO[tt, d]
+                        gk[d] += ds * sQ[tt, d]     # sQ holds q * scale: dK = dSᵀ Q / √hd
+            cuda.syncthreads()
+        if col:
+            for d in range(HD):
+                dk[b, j, h, d] = gk[d]
+                dv[b, j, h, d] = gv[d]
+
+    return flash_backward_dkdv
+
+# %% ../nbs/09a_flash_attention.ipynb #d5e441fd
+_NO_SEG = None
+def _no_seg():
+    "A (1, 1) int32 device array passed as seg when there is none (kernels cannot take None); made once."
+    global _NO_SEG
+    if _NO_SEG is None: _NO_SEG = cuda.to_device(np.zeros((1, 1), np.int32))
+    return _NO_SEG
+
+def _check_sides(dev: bool, fn: str, **arrays):
+    "ValueError if any given array is not on the same side (device or host) as q."
+    for name, a in arrays.items():
+        if a is not None and on_device(a) != dev:
+            raise ValueError(f"{fn}: {name} is a {'NumPy' if dev else 'device'} array but q is a {'device' if dev else 'NumPy'} array")
+
+def flash_attention_forward(q, k, v, seg=None, out=None, lse=None, tile: int | None = None):
+    """Fused causal/block-causal attention q, k, v [B,T,H,hd] -> (out [B,T,H,hd], lse [B,H,T]), lse = log-sum-exp of each row's
+    scores (MASK_VALUE for rows that see nothing). NumPy -> `flash_attention_forward_ref`; float32 device arrays -> one kernel."""
+    fn = "flash_attention_forward"
+    B, T, H, hd = _check_qkv(q, k, v, seg, fn)
+    dev = on_device(q)
+    _check_sides(dev, fn, k=k, v=v, seg=seg)
+    dt = np.float32 if dev else q.dtype
+    if out is not None: _check_out(out, "out", (B, T, H, hd), dt, dev, fn)
+    if lse is not None: _check_out(lse, "lse", (B, H, T), dt, dev, fn)
+    if not dev:
+        o, s = flash_attention_forward_ref(q, k, v, seg, **({} if tile is None else dict(tile=tile)))
+        if out is not None: out[...] = o; o = out
+        if lse is not None: lse[...] = s; s = lse
+        return o, s
+    if np.dtype(q.dtype) != np.float32: raise ValueError(f"{fn}: device arrays must be float32, got {q.dtype}")
+    tile = _flash_tile(hd, tile, fn)
+    if out is None: out = cuda.device_array((B, T, H, hd), np.float32)
+    if lse is None: lse = cuda.device_array((B, H, T), np.float32)
+    if B * T * H == 0: return out, lse
+    make_flash_forward_kernel(hd, tile)[(cdiv(T, tile), H, B), tile](
+        q, k, v, _no_seg() if seg is None else seg, seg is not None, np.float32(1 / math.sqrt(hd)), out, lse)
+    return out, lse
+
+def flash_attention_backward(dout, q, k, v, out, lse, seg=None, dq=None, dk=None, dv=None, scratch=None, tile: int | None = None):
+    """Gradients (dq, dk, dv) [B,T,H,hd] of fused attention from dout, the inputs, and out [B,T,H,hd] and lse [B,H,T] of
+    `flash_attention_forward` with the same seg. Device: two kernels; scratch = float32 (B,H,T) for D = rowsum(dout*out)."""
+    fn = "flash_attention_backward"
+    B, T, H, hd = _check_qkv(q, k, v, seg, fn)
+    dev = on_device(q)
+    _check_sides(dev, fn, dout=dout, k=k, v=v, out=out, lse=lse, seg=seg)
+    dt = np.float32 if dev else q.dtype
+    _check_out(dout, "dout", (B, T, H, hd), dt, dev, fn); _check_out(out, "out", (B, T, H, hd), dt, dev, fn)
+    _check_out(lse, "lse", (B, H, T), dt, dev, fn)
+    for name, a in (("dq", dq), ("dk", dk), ("dv", dv)):
+        if a is not None: _check_out(a, name, (B, T, H, hd), dt, dev, fn)
+    if scratch is not None: _check_out(scratch, "scratch", (B, H, T), dt, dev, fn)
+    if not dev:
+        grads = flash_attention_backward_ref(dout, q, k, v, out, lse, seg, **({} if tile is None else dict(tile=tile)))
+        for g, buf in zip(grads, (dq, dk, dv)):
+            if buf is not None: buf[...] = g
+        return tuple(g if buf is None else buf for g, buf in zip(grads, (dq, dk, dv)))
+    if np.dtype(q.dtype) != np.float32: raise ValueError(f"{fn}: device arrays must be float32, got {q.dtype}")
+    tile = _flash_tile(hd, tile, fn)
+    dq, dk, dv = (cuda.device_array((B, T, H, hd), np.float32) if a is None else a for a in (dq, dk, dv))
+    if scratch is None: scratch = cuda.device_array((B, H, T), np.float32)
+    if B * T * H == 0: return dq, dk, dv
+    segd, use_seg, scale = _no_seg() if seg is None else seg, seg is not None, np.float32(1 / math.sqrt(hd))
+    grid = (cdiv(T, tile), H, B)
+    make_flash_dq_kernel(hd, tile)[grid, tile](dout, q, k, v, out, lse, segd, use_seg, scale, dq, scratch)   # dq, D -> scratch
+    make_flash_dkdv_kernel(hd, tile)[grid, tile](dout, q, k, v, lse, scratch, segd, use_seg, scale, dk, dv)  # dk, dv (reads D)
+    return dq, dk, dv
