@@ -41,7 +41,8 @@ def oom_hint(cfg: ModelConfig, batch_size: int, seq_len: int):
 
 INPUTS = {"ids": np.int32, "targets": np.int32, "loss_mask": np.float32, "pos": np.int32, "seg": np.int32}
 
-def device_workspace(cfg: ModelConfig, batch_size: int, seq_len: int, training: bool = True, alloc=None) -> Workspace:
+def device_workspace(cfg: ModelConfig, batch_size: int, seq_len: int, training: bool = True, alloc=None,
+                     attention: str = "unfused") -> Workspace:
     "A `mint.model.Workspace` of float32 device arrays whose inputs are uploaded through pinned host buffers; `alloc(n, dtype)` defaults to `cuda.device_array`."
     alloc = alloc or (lambda n, dtype: cuda.device_array(n, dtype=dtype))
     N = batch_size * seq_len
@@ -51,7 +52,7 @@ def device_workspace(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
             s = stage[name][:dst.size].reshape(dst.shape)
             np.copyto(s, src.reshape(dst.shape), casting="same_kind")
             dst.copy_to_device(s)
-        return Workspace(cfg, batch_size, seq_len, np.float32, training, alloc=alloc, upload=upload)
+        return Workspace(cfg, batch_size, seq_len, np.float32, training, alloc=alloc, upload=upload, attention=attention)
 
 # %% ../nbs/15_gpu_train.ipynb #e50dd625
 @cuda.jit
@@ -95,7 +96,7 @@ class GpuEngine(Engine):
             self.loss_host = cuda.pinned_array(1, dtype=np.float32)
             self.counts = {k: [] for k in ("alloc", "h2d", "d2h", "d2d", "launches")}
             self._warm_up(B, T)
-    def workspace(self, cfg, B, T): return device_workspace(cfg, B, T)
+    def workspace(self, cfg, B, T, attention): return device_workspace(cfg, B, T, attention=attention)
     def buffer(self, a: np.ndarray): return cuda.to_device(a)
     def _warm_up(self, B: int, T: int):
         """Compile every kernel and let the launchers create their one-time constants (RoPE frequencies, placeholder

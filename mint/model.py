@@ -15,13 +15,13 @@ from .rope import rope_forward, rope_backward
 from .rmsnorm import rmsnorm_forward, rmsnorm_backward
 from .swiglu import swiglu_forward, swiglu_backward
 from .attention import attention_forward, attention_backward
-from .flash_attention import attention_cached
+from .flash_attention import attention_cached, flash_attention_forward, flash_attention_backward
 from .loss import cross_entropy
 
 # %% auto #0
-__all__ = ['INT32_MAX', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views', 'flops_per_token', 'init_params',
-           'workspace_shapes', 'workspace_bytes', 'check_int32', 'Workspace', 'KVCache', 'layer_forward', 'forward',
-           'loss_forward', 'layer_backward', 'backward', 'loss_and_grads', 'logits_of']
+__all__ = ['INT32_MAX', 'ATTENTION', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views', 'flops_per_token',
+           'init_params', 'workspace_shapes', 'workspace_bytes', 'check_int32', 'Workspace', 'KVCache', 'layer_forward',
+           'forward', 'loss_forward', 'layer_backward', 'backward', 'loss_and_grads', 'logits_of']
 
 # %% ../nbs/12_model.ipynb #f138c71f
 def param_specs(cfg: ModelConfig) -> list[tuple[str, tuple]]:
@@ -115,8 +115,12 @@ def init_params(cfg: ModelConfig, seed: int = 0) -> np.ndarray:
 # %% ../nbs/12_model.ipynb #da21028f
 INT32_MAX = 2**31 - 1
 
-def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: bool = True) -> dict[str, tuple[tuple, str]]:
-    "`name -> (shape, kind)` of every buffer of one step for `batch_size × seq_len` tokens; kind 'f' is the workspace's float dtype, 'i' int32; per-layer names end in `.l`."
+ATTENTION = ("unfused", "flash")
+
+def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: bool = True,
+                     attention: str = "unfused") -> dict[str, tuple[tuple, str]]:
+    "`name -> (shape, kind)` of every buffer of one step for `batch_size × seq_len` tokens; kind 'f' is the workspace's float dtype, 'i' int32; per-layer names end in `.l`. `attention='flash'` keeps a log-sum-exp per row instead of the probabilities."
+    if attention not in ATTENTION: raise ValueError(f"attention must be one of {ATTENTION}, got {attention!r}")
     B, T, d, H, F, V, L = batch_size, seq_len, cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.vocab_size, cfg.n_layers
     N = B * T
     s = {"ids": ((N,), "i"), "targets": ((N,), "i"), "loss_mask": ((N,), "f"), "pos": ((N,), "i"), "seg": ((B, T), "i")}
@@ -125,21 +129,23 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
         s.update({f"a.{l}": ((N, d), "f"), f"r1.{l}": ((N,), "f"), f"qkv.{l}": ((3, N, d), "f"),
                   f"o.{l}": ((N, d), "f"), f"h.{l}": ((N, d), "f"), f"b.{l}": ((N, d), "f"), f"r2.{l}": ((N,), "f"),
                   f"gu.{l}": ((2, N, F), "f"), f"m.{l}": ((N, F), "f")})
-        if training: s[f"probs.{l}"] = ((B, H, T, T), "f")
+        if training: s[f"lse.{l}" if attention == "flash" else f"probs.{l}"] = ((B, H, T) if attention == "flash" else (B, H, T, T), "f")
         if cfg.qk_norm: s.update({f"qkn.{l}": ((2, N, d), "f"), f"rqk.{l}": ((2, N * H), "f")})
     s.update({"hf": ((N, d), "f"), "rf": ((N,), "f"), "logits": ((N, V), "f"),
               "qkv_rows": ((N, 3 * d), "f"), "gu_rows": ((N, 2 * F), "f")})   # fused-GEMM outputs / joined gradients
     if training:
         s.update({"dlogits": ((N, V), "f"), "loss": ((1,), "f"), "ce_scratch": ((N + 1,), "f"),
                   "dx": ((N, d), "f"), "dn": ((N, d), "f"), "dr": ((N, d), "f"), "dh": ((N, d), "f"), "do": ((N, d), "f"),
-                  "dm": ((N, F), "f"), "dgu": ((2, N, F), "f"), "dqkv": ((3, N, d), "f"), "dscores": ((B, H, T, T), "f")})
+                  "dm": ((N, F), "f"), "dgu": ((2, N, F), "f"), "dqkv": ((3, N, d), "f"),
+                  "dscores": ((B, H, T) if attention == "flash" else (B, H, T, T), "f")})   # flash: D = rowsum(dO·O)
         if cfg.qk_norm: s["dqk"] = ((2, N, d), "f")
     return s
 
-def workspace_bytes(cfg: ModelConfig, batch_size: int, seq_len: int, dtype=np.float32, training: bool = True) -> int:
+def workspace_bytes(cfg: ModelConfig, batch_size: int, seq_len: int, dtype=np.float32, training: bool = True,
+                    attention: str = "unfused") -> int:
     "Bytes of the workspace (`workspace_shapes`) — parameters, gradients and Adam moments not included."
     size = {"f": np.dtype(dtype).itemsize, "i": 4}
-    return sum(math.prod(s) * size[k] for s, k in workspace_shapes(cfg, batch_size, seq_len, training).values())
+    return sum(math.prod(s) * size[k] for s, k in workspace_shapes(cfg, batch_size, seq_len, training, attention).values())
 
 def check_int32(cfg: ModelConfig, batch_size: int, seq_len: int) -> None:
     "ValueError naming --batch-size/--seq-len/--preset if a buffer (or the parameter vector) would have ≥ 2³¹ elements."
@@ -151,14 +157,14 @@ def check_int32(cfg: ModelConfig, batch_size: int, seq_len: int) -> None:
                          f"lower --batch-size ({batch_size}) or --seq-len ({seq_len}), or pick a smaller --preset")
 
 # %% ../nbs/12_model.ipynb #8bf6d0b1
-def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int, training: bool) -> SimpleNamespace:
+def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int) -> SimpleNamespace:
     N, d, H, hd = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim
     qkv, gu = w[f"qkv.{l}"], w[f"gu.{l}"]
     qk = w[f"qkn.{l}"] if cfg.qk_norm else qkv                     # where attention reads q and k (RoPE'd in place)
     A = SimpleNamespace(x=w[f"x.{l}"], out=w[f"x.{l + 1}"], a=w[f"a.{l}"], r1=w[f"r1.{l}"], qkv=qkv,
                         q=qk[0].reshape(B, T, H, hd), k=qk[1].reshape(B, T, H, hd), v=qkv[2].reshape(B, T, H, hd),
                         q3=qk[0].reshape(N, H, hd), k3=qk[1].reshape(N, H, hd),
-                        probs=w.get(f"probs.{l}"), o=w[f"o.{l}"], o4=w[f"o.{l}"].reshape(B, T, H, hd),
+                        probs=w.get(f"probs.{l}"), lse=w.get(f"lse.{l}"), o=w[f"o.{l}"], o4=w[f"o.{l}"].reshape(B, T, H, hd),
                         h=w[f"h.{l}"], b=w[f"b.{l}"], r2=w[f"r2.{l}"], gu=gu, gate=gu[0], up=gu[1], m=w[f"m.{l}"])
     if cfg.qk_norm:   # one row per (token, head): RMSNorm over head_dim, gain shared by the heads
         rqk = w[f"rqk.{l}"]
@@ -166,13 +172,13 @@ def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int, training: bo
         A.q_rows, A.k_rows, A.rq, A.rk = qk[0].reshape(N * H, hd), qk[1].reshape(N * H, hd), rqk[0], rqk[1]
     return A
 
-def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool) -> SimpleNamespace:
+def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attention: str) -> SimpleNamespace:
     "Named, shaped views (prefixes of the flat buffers) for a B × T batch."
-    w = {k: bufs[k][:math.prod(s)].reshape(s) for k, (s, _) in workspace_shapes(cfg, B, T, training).items()}
+    w = {k: bufs[k][:math.prod(s)].reshape(s) for k, (s, _) in workspace_shapes(cfg, B, T, training, attention).items()}
     N, d, H, hd, F = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.d_ff
-    v = SimpleNamespace(B=B, T=T, N=N, use_seg=False, ids=w["ids"], targets=w["targets"], loss_mask=w["loss_mask"],
+    v = SimpleNamespace(B=B, T=T, N=N, use_seg=False, flash=attention == "flash", ids=w["ids"], targets=w["targets"], loss_mask=w["loss_mask"],
                         pos=w["pos"], seg=w["seg"], x=[w[f"x.{l}"] for l in range(cfg.n_layers + 1)],
-                        layers=[_layer_views(w, cfg, l, B, T, training) for l in range(cfg.n_layers)],
+                        layers=[_layer_views(w, cfg, l, B, T) for l in range(cfg.n_layers)],
                         hf=w["hf"], rf=w["rf"], logits=w["logits"], qkv_rows=w["qkv_rows"],
                         qkv_rows3=w["qkv_rows"].reshape(N, 3, d), gu_rows=w["gu_rows"], gu_rows3=w["gu_rows"].reshape(N, 2, F))
     if training:
@@ -192,19 +198,19 @@ def _host_upload(name: str, dst, src: np.ndarray) -> None:
     np.copyto(dst, src.reshape(dst.shape), casting="same_kind")
 
 class Workspace:
-    "Every activation and scratch buffer of one step for batches up to `batch_size × seq_len`, allocated once: NumPy `dtype` arrays, or device arrays through `alloc(n, dtype)` and `upload(name, dst, src)`."
+    "Every activation and scratch buffer of one step for batches up to `batch_size × seq_len`, allocated once: NumPy `dtype` arrays, or device arrays through `alloc(n, dtype)` and `upload(name, dst, src)`; `attention` 'unfused' or 'flash'."
     def __init__(self, cfg: ModelConfig, batch_size: int, seq_len: int, dtype=np.float32, training: bool = True,
-                 alloc=None, upload=None):
+                 alloc=None, upload=None, attention: str = "unfused"):
         if batch_size < 1 or seq_len < 1: raise ValueError(f"batch_size and seq_len must be >= 1, got {batch_size}, {seq_len}")
         if seq_len > cfg.max_seq_len: raise ValueError(f"--seq-len {seq_len} exceeds the model's max_seq_len {cfg.max_seq_len}")
         check_int32(cfg, batch_size, seq_len)
         self.cfg, self.batch_size, self.seq_len, self.training = cfg, batch_size, seq_len, training
-        self.dtype = np.dtype(dtype)
+        self.dtype, self.attention = np.dtype(dtype), attention
         alloc = alloc or (lambda n, dt: np.zeros(n, dt))
         self.upload = upload or _host_upload
-        shapes = workspace_shapes(cfg, batch_size, seq_len, training)
+        shapes = workspace_shapes(cfg, batch_size, seq_len, training, attention)
         self.bufs = {k: alloc(math.prod(s), self.dtype if kind == "f" else np.int32) for k, (s, kind) in shapes.items()}
-        self.nbytes = workspace_bytes(cfg, batch_size, seq_len, self.dtype, training)
+        self.nbytes = workspace_bytes(cfg, batch_size, seq_len, self.dtype, training, attention)
         self._views = {}
 
     def views(self, B: int, T: int) -> SimpleNamespace:
@@ -213,7 +219,7 @@ class Workspace:
             raise ValueError(f"a batch of shape ({B}, {T}) does not fit the workspace allocated for "
                              f"({self.batch_size}, {self.seq_len}): make the data use --batch-size <= {self.batch_size} "
                              f"and --seq-len <= {self.seq_len} (or allocate the workspace for the larger shape)")
-        if (B, T) not in self._views: self._views[(B, T)] = _views(self.bufs, self.cfg, B, T, self.training)
+        if (B, T) not in self._views: self._views[(B, T)] = _views(self.bufs, self.cfg, B, T, self.training, self.attention)
         return self._views[(B, T)]
 
     def load(self, input_ids, pos=None, targets=None, loss_mask=None, seg=None) -> SimpleNamespace:
@@ -283,11 +289,14 @@ def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: i
         rmsnorm_forward(A.k_pre, L.k_norm, eps, out=A.k_rows, rstd=A.rk)
     rope_forward(A.q3, v.pos, out=A.q3)                                        # rotate q, k in place  [N,H,hd]
     rope_forward(A.k3, v.pos, out=A.k3)
-    if kv is None:                                                             # o [B,T,H,hd], probs [B,H,T,T]
-        attention_forward(A.q, A.k, A.v, v.seg if v.use_seg else None, out=A.o4, probs=A.probs)
-    else:                                                                      # decoding: the cache is the past
+    seg = v.seg if v.use_seg else None
+    if kv is not None:                                                         # decoding: the cache is the past
         kv.append(layer, A.k, A.v)
         attention_cached(A.q, kv.k[layer], kv.v[layer], kv.length, out=A.o4)
+    elif v.flash:                                                              # o [B,T,H,hd], lse [B,H,T]
+        flash_attention_forward(A.q, A.k, A.v, seg, out=A.o4, lse=A.lse)
+    else:                                                                      # o [B,T,H,hd], probs [B,H,T,T]
+        attention_forward(A.q, A.k, A.v, seg, out=A.o4, probs=A.probs)
     linear_forward(A.o, L.o_w, L.o_b, out=A.h)                                 # h = x + o·Woᵀ (+ b)
     add(A.h, A.x, A.h)
     rmsnorm_forward(A.h, L.ln2, eps, out=A.b, rstd=A.r2)                       # b = RMSNorm₂(h)
@@ -323,7 +332,11 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig) -> None:
     rmsnorm_backward(v.dn, A.h, L.ln2, A.r2, dx=v.dr, dg=GL.ln2)
     add(v.dx, v.dr, v.dh)                                                      # dh = dx + J_FFNᵀ dx (copy, don't split)
     linear_backward(v.dh, A.o, L.o_w, dx=v.do, dw=GL.o_w, db=GL.o_b, has_bias=cfg.attention_bias)
-    attention_backward(v.do4, A.q, A.k, A.v, A.probs, dq=v.dq, dk=v.dk, dv=v.dv, dscores=v.dscores)
+    if v.flash:                                                                # recompute P tile by tile from lse
+        flash_attention_backward(v.do4, A.q, A.k, A.v, A.o4, A.lse, v.seg if v.use_seg else None,
+                                 dq=v.dq, dk=v.dk, dv=v.dv, scratch=v.dscores)
+    else:
+        attention_backward(v.do4, A.q, A.k, A.v, A.probs, dq=v.dq, dk=v.dk, dv=v.dv, dscores=v.dscores)
     rope_backward(v.dq3, v.pos, out=v.dq3)                                     # rotate back by -θ, in place
     rope_backward(v.dk3, v.pos, out=v.dk3)
     if cfg.qk_norm:

@@ -11,7 +11,7 @@ import numpy as np
 from tqdm.auto import tqdm
 from .core import ModelConfig
 from .vocab import Vocab
-from .model import Workspace, loss_forward, backward, n_params, views
+from .model import Workspace, ATTENTION, loss_forward, backward, n_params, views
 from .optim import AdamConfig, adam_step, grad_sumsq, lr_at, warmup_steps
 from .checkpoint import save_checkpoint, atomic_write
 
@@ -35,7 +35,9 @@ class TrainConfig:
     seed: int = 0
     time_limit: float | None = None     # seconds; stop early (keeping the best checkpoint) when exceeded
     finetune: bool = False
+    attention: str = "unfused"          # "unfused" (probabilities kept) or "flash" (fused kernels, log-sum-exp kept)
     def __post_init__(self):
+        if self.attention not in ATTENTION: raise ValueError(f"TrainConfig.attention must be one of {ATTENTION}, got {self.attention!r}")
         for k in ("steps", "batch_size", "eval_every", "eval_batches"):
             v = getattr(self, k)
             if v is not None and int(v) <= 0: raise ValueError(f"TrainConfig.{k} must be > 0, got {v}")
@@ -71,7 +73,7 @@ class Engine:
             raise ValueError(f"params must be float32 of shape ({n_params(cfg)},), got {params.dtype} {params.shape}")
         self.params, self.cfg = params, cfg
         self.acfg = AdamConfig(lr=tcfg.base_lr, weight_decay=tcfg.weight_decay, max_grad_norm=tcfg.max_grad_norm)
-        self.ws = self.workspace(cfg, tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len)
+        self.ws = self.workspace(cfg, tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len, tcfg.attention)
         self.p = self.buffer(params)                                  # weights, then gradients and Adam's m, v
         self.g, self.m, self.v = (self.buffer(np.zeros_like(params)) for _ in range(3))
         self.W, self.G = views(self.p, cfg), views(self.g, cfg)
@@ -97,7 +99,7 @@ class Engine:
 
 class CpuEngine(Engine):
     "The NumPy path: `params` (flat float32) is trained in place; gradients, Adam moments and the workspace are host arrays."
-    def workspace(self, cfg, B, T): return Workspace(cfg, B, T)
+    def workspace(self, cfg, B, T, attention): return Workspace(cfg, B, T, attention=attention)
     def buffer(self, a: np.ndarray) -> np.ndarray: return a
     rejected = 0                                          # updates Adam refused (non-finite gradient)
     def update(self, loss: float, lr: float, step: int) -> float:
