@@ -2,12 +2,14 @@
 batches, in one process; prints tokens/s of each and their ratio, and appends a record to bench/results/.
 
     python bench/bench_train_step.py                       # CPU: Mint's NumPy path vs PyTorch CPU
-    python bench/bench_train_step.py --device cuda         # GPU: mint.gpu_train vs PyTorch CUDA (TF32 off and on)
+    python bench/bench_train_step.py --device cuda         # GPU: mint.gpu_train vs PyTorch CUDA (FP32, TF32, compile)
 
+Configs: the presets (tiny, small, medium, large) and d512 (d_model 512, 8 heads, 8 layers, seq 256), batch 32.
 What is timed, per step, on both sides (batch_size × seq_len tokens, all counted in the loss):
-- Mint CPU: `mint.model.loss_and_grads` + `mint.optim.grad_sumsq` + `mint.optim.adam_step` (clip at 50, float32 buffers).
-- Mint GPU: `mint.gpu_train.train_gpu` for a number of steps (its whole step on the device: batch upload, forward,
-  backward, clip, Adam, reading the loss back), after a warm-up call that compiles the kernels.
+- Mint CPU: `mint.train.CpuEngine.step` (the model's one wiring on NumPy, clip at 50, Adam, float32 buffers).
+- Mint GPU: `mint.gpu_train.GpuEngine.step` (batch upload, forward, backward, clip, Adam on the device, reading the
+  loss back), after the engine's warm-up that compiles the kernels; also counted: kernel launches per step and host
+  time per step (until the step's last launch is queued).
 - PyTorch: batch → tensors, forward (`bench/torch_model.py`, scaled_dot_product_attention), masked mean
   cross-entropy, backward, `clip_grad_norm_(50)`, `torch.optim.Adam` (its defaults for the device), `loss.item()`
   (Mint reads the loss every step too, to stop on a non-finite one).
@@ -24,13 +26,20 @@ import benchlib  # noqa: E402  (puts the repo root on sys.path)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch_model import MintTorch, load_flat, batch_to_torch, masked_ce  # noqa: E402
-from mint.core import preset  # noqa: E402
+from mint.core import ModelConfig, preset, mfu  # noqa: E402
 from mint.data import lm_batches  # noqa: E402
-from mint.model import init_params, loss_and_grads, n_params  # noqa: E402
-from mint.optim import AdamConfig, adam_step, grad_sumsq  # noqa: E402
+from mint.model import init_params, n_params, flops_per_token  # noqa: E402
+from mint.train import TrainConfig, CpuEngine  # noqa: E402
 
 LR, MAX_NORM = 1e-3, 50.0
 PD_VOCAB = 4130        # `mint train`'s vocabulary: Vocab.build on the training part of People's Daily (min_count 2)
+CONFIGS = ["tiny", "small", "medium", "large", "d512"]
+
+
+def config(name: str, vocab_size: int) -> ModelConfig:
+    "A preset, or d512: d_model 512, 8 heads, 8 layers, seq 256 (the issue's largest config)."
+    if name == "d512": return ModelConfig(vocab_size=vocab_size, d_model=512, n_heads=8, n_layers=8, max_seq_len=256)
+    return preset(name, vocab_size)
 
 
 def make_batches(cfg, batch_size: int, seq_len: int, n: int, seed: int = 0) -> list:
@@ -42,18 +51,16 @@ def make_batches(cfg, batch_size: int, seq_len: int, n: int, seed: int = 0) -> l
 
 
 class MintCPU:
-    "Mint's NumPy training step on a flat float32 buffer."
+    "Mint's NumPy training step: `mint.train.CpuEngine.step` on a copy of the weights."
     name = "Mint (NumPy)"
-    def __init__(self, cfg, params):
-        self.cfg, self.params = cfg, params.copy()
-        self.grads, self.m, self.v = (np.zeros_like(self.params) for _ in range(3))
-        self.acfg, self.t = AdamConfig(lr=LR, max_grad_norm=MAX_NORM), 0
+    precision = "fp32"
+    def __init__(self, cfg, params, batch_size, seq_len, attention="unfused"):
+        tcfg = TrainConfig(batch_size=batch_size, seq_len=seq_len, lr=LR, max_grad_norm=MAX_NORM, attention=attention)
+        self.engine, self.t = CpuEngine(params.copy(), cfg, tcfg), 0
 
     def step(self, batch) -> float:
-        loss = loss_and_grads(self.params, self.grads, self.cfg, batch)
         self.t += 1
-        adam_step(self.params, self.grads, self.m, self.v, LR, self.t, self.acfg, sumsq=grad_sumsq(self.grads))
-        return loss
+        return self.engine.step(batch, LR, self.t)
 
     def run(self, batches) -> tuple[float, float]:
         "(seconds, last loss) for one step on each batch."
@@ -66,6 +73,7 @@ class TorchPeer:
     "The same step in PyTorch: forward, masked CE, backward, clip_grad_norm_, Adam, loss.item()."
     def __init__(self, cfg, params, device: str, label: str, compile: bool = False):
         self.name, self.device = label, device
+        self.precision = "tf32" if "TF32 on" in label else "fp32"
         self.model = load_flat(MintTorch(cfg, "sdpa"), params, cfg).to(device)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=LR, betas=(0.9, 0.999), eps=1e-8)
         self.fwd = torch.compile(self.model) if compile else self.model
@@ -92,34 +100,37 @@ class TorchPeer:
 
 
 class MintGPU:
-    "Mint's GPU path: `mint.gpu_train.train_gpu` run for len(batches) steps (no checkpoint, no periodic validation)."
-    name = "Mint (numba.cuda)"
-    def __init__(self, cfg, params):
-        try:
-            from mint import gpu_train
-        except ImportError as e:
-            raise SystemExit(f"--device cuda: Mint's GPU path is not importable ({e}). It comes from nbs/15_gpu_train.ipynb "
-                             f"(`nbdev-export`); until it exists only the CPU benchmark can run.")
-        if not hasattr(gpu_train, "train_gpu"):
-            raise SystemExit("--device cuda: mint.gpu_train has no train_gpu(params, cfg, tcfg, batches, val, vocab, "
-                             "out_dir, meta, progress) (the contract mint.train calls); update bench_train_step.py")
+    "Mint's GPU path: `mint.gpu_train.GpuEngine.step` (everything on the device); counts launches and host time per step."
+    precision = "fp32"
+    def __init__(self, cfg, params, batch_size, seq_len, attention="unfused"):
         from mint.core import gpu_available
         if not gpu_available(): raise SystemExit("--device cuda: numba sees no CUDA GPU (or NUMBA_ENABLE_CUDASIM is set)")
-        self.cfg, self.params, self.train_gpu = cfg, params.copy(), gpu_train.train_gpu
+        from numba import cuda
+        from mint.gpu_train import GpuEngine
+        self.name = "Mint (numba.cuda)" + (", flash attention" if attention == "flash" else "")
+        ctx = cuda.current_context()
+        free0 = ctx.get_memory_info()[0]
+        tcfg = TrainConfig(batch_size=batch_size, seq_len=seq_len, lr=LR, max_grad_norm=MAX_NORM, attention=attention)
+        self.engine, self.t = GpuEngine(params.copy(), cfg, tcfg), 0
+        self.peak_bytes = free0 - ctx.get_memory_info()[0]      # what the engine holds: workspace, params, grads, m, v
+        self.launches, self.host_s = [], []
+
+    def step(self, batch) -> float:
+        self.t += 1
+        t0 = time.perf_counter()
+        with self.engine:
+            loss = self.engine.step(batch, LR, self.t)
+        self.host_s.append(self.engine.t_issued - t0)
+        self.launches.append(self.engine.counts["launches"][-1] if self.engine.counts["launches"] else None)
+        return loss
 
     def run(self, batches) -> tuple[float, float]:
-        from mint.train import TrainConfig
-        B, T = batches[0].input_ids.shape
-        n = len(batches)
-        tcfg = TrainConfig(steps=n, batch_size=B, seq_len=T, lr=LR, warmup=0, max_grad_norm=MAX_NORM,
-                           eval_every=n, eval_batches=1)
         t0 = time.perf_counter()
-        res = self.train_gpu(self.params, self.cfg, tcfg, iter(batches), batches[:1], None, None, None, False)
-        wall = time.perf_counter() - t0
-        if res.steps != n: raise RuntimeError(f"train_gpu stopped after {res.steps} of {n} steps: {res.stopped}")
-        # its own clock covers the steps only (not setup or the final validation); fall back to the wall clock
-        secs = n * B * T / res.tokens_per_s if res.tokens_per_s and math.isfinite(res.tokens_per_s) else wall
-        return secs, float(res.history["loss"][-1]) if res.history.get("loss") else math.nan
+        with self.engine:
+            for b in batches:
+                self.t += 1
+                loss = self.engine.step(b, LR, self.t)
+        return time.perf_counter() - t0, loss
 
 
 def set_tf32(on: bool):
@@ -128,34 +139,36 @@ def set_tf32(on: bool):
 
 
 def bench_preset(name: str, args) -> dict:
-    cfg = preset(name, vocab_size=args.vocab_size)
+    cfg = config(name, args.vocab_size)
     B = args.batch_size
     T = args.seq_len or cfg.max_seq_len
-    steps = args.steps or (dict(tiny=8, small=5, medium=3, large=2)[name] if args.device == "cpu" else 50)
+    steps = args.steps or (dict(tiny=8, small=5, medium=3, large=2, d512=1)[name] if args.device == "cpu" else 30)
     warm = args.warmup
     params = init_params(cfg, seed=0)
     batches = make_batches(cfg, B, T, warm + steps * args.rounds, seed=1)
     if args.device == "cpu":
-        sides = [MintCPU(cfg, params), TorchPeer(cfg, params, "cpu", "PyTorch CPU")]
+        sides = [MintCPU(cfg, params, B, T), TorchPeer(cfg, params, "cpu", "PyTorch CPU")]
         if args.compile: sides.append(TorchPeer(cfg, params, "cpu", "PyTorch CPU + compile", compile=True))
     else:
-        sides = [MintGPU(cfg, params), TorchPeer(cfg, params, "cuda", "PyTorch CUDA, TF32 off"),
-                 TorchPeer(cfg, params, "cuda", "PyTorch CUDA, TF32 on")]
-        if args.compile: sides.append(TorchPeer(cfg, params, "cuda", "PyTorch CUDA, TF32 on + compile", compile=True))
+        sides = [MintGPU(cfg, params, B, T)]
+        if args.flash: sides.append(MintGPU(cfg, params, B, T, attention="flash"))
+        sides += [TorchPeer(cfg, params, "cuda", "PyTorch CUDA eager, TF32 off"),
+                  TorchPeer(cfg, params, "cuda", "PyTorch CUDA eager, TF32 on")]
+        if not args.no_compile: sides.append(TorchPeer(cfg, params, "cuda", "PyTorch CUDA compile, TF32 on", compile=True))
     tf32 = lambda s: set_tf32("TF32 on" in s.name) if args.device == "cuda" else None
+    device_name = torch.cuda.get_device_name(0) if args.device == "cuda" else None
 
-    # check: the first two steps from the same weights on the same batches give the same loss
-    first = {}
+    # check: the first steps from the same weights on the same batches give the same loss; the peers' peak memory
+    first, peak = {}, {}
     for s in sides:
         tf32(s)
-        if isinstance(s, MintGPU):
-            first[s.name] = None
-            s.run(batches[:max(warm, 2)])               # compiles the kernels
-        else:
-            first[s.name] = [s.step(b) for b in batches[:2]] + [s.step(b) for b in batches[2:warm]]
-    ref = first[sides[0].name] or first[sides[1].name]
+        if isinstance(s, TorchPeer) and args.device == "cuda": torch.cuda.reset_peak_memory_stats()
+        first[s.name] = [s.step(b) for b in batches[:warm]]
+        if isinstance(s, TorchPeer) and args.device == "cuda": peak[s.name] = torch.cuda.max_memory_allocated()
+        if isinstance(s, MintGPU): peak[s.name] = s.peak_bytes
+    ref = first[sides[0].name]
     for s in sides:
-        if first[s.name] is not None and "TF32 on" not in s.name:
+        if "TF32 on" not in s.name:
             d = max(abs(a - b) for a, b in zip(first[s.name][:2], ref[:2]))
             if d > 1e-3: raise RuntimeError(f"{s.name}: first-step losses {first[s.name][:2]} differ from {ref[:2]} by {d:.1e}")
 
@@ -167,34 +180,46 @@ def bench_preset(name: str, args) -> dict:
             secs, _ = s.run(chunk)
             times[s.name].append(secs)
     tok = steps * B * T
+    fpt = flops_per_token(cfg, T)
     # the best round is the headline (as timeit): other work on the host only ever slows a round down
-    res = {s.name: dict(tokens_per_s=tok / min(times[s.name]), step_ms=1e3 * min(times[s.name]) / steps,
-                        median_tokens_per_s=tok / statistics.median(times[s.name]), round_seconds=[round(t, 4) for t in times[s.name]])
-           for s in sides}
+    res = {}
+    for s in sides:
+        tps = tok / min(times[s.name])
+        res[s.name] = dict(tokens_per_s=tps, step_ms=1e3 * min(times[s.name]) / steps,
+                           median_tokens_per_s=tok / statistics.median(times[s.name]),
+                           round_seconds=[round(t, 4) for t in times[s.name]],
+                           mfu=mfu(tps, fpt, device_name, s.precision), peak_memory_MiB=peak.get(s.name, 0) / 2**20 or None)
+        if isinstance(s, MintGPU):
+            res[s.name].update(launches_per_step=statistics.median(x for x in s.launches if x is not None),
+                               host_ms_per_step=1e3 * statistics.median(s.host_s))
     mint = res[sides[0].name]
     for s in sides[1:]:
         res[s.name]["mint_over_this"] = mint["tokens_per_s"] / res[s.name]["tokens_per_s"]
         res[s.name]["mint_over_this_median"] = mint["median_tokens_per_s"] / res[s.name]["median_tokens_per_s"]
     return dict(preset=name, config=cfg.to_dict(), n_params=n_params(cfg), batch_size=B, seq_len=T, steps_per_round=steps,
-                rounds=args.rounds, warmup_steps=warm, first_losses={k: v[:2] if v else None for k, v in first.items()},
+                rounds=args.rounds, warmup_steps=warm, flops_per_token=fpt, first_losses={k: v[:2] for k, v in first.items()},
                 results=res)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    ap.add_argument("--presets", nargs="+", default=["tiny", "small", "medium"], choices=["tiny", "small", "medium", "large"])
+    ap.add_argument("--presets", nargs="+", default=None, choices=CONFIGS,
+                    help="configs (default: tiny small medium on CPU; tiny medium large d512 on a GPU)")
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--seq-len", type=int, default=None, help="default: the preset's max_seq_len")
     ap.add_argument("--vocab-size", type=int, default=PD_VOCAB)
-    ap.add_argument("--steps", type=int, default=None, help="timed steps per round (default: 8/5/3/2 on CPU, 50 on GPU)")
+    ap.add_argument("--steps", type=int, default=None, help="timed steps per round (default: 8/5/3/2/1 on CPU, 30 on GPU)")
     ap.add_argument("--rounds", type=int, default=5, help="timed rounds; the best is the headline, the median is kept too")
-    ap.add_argument("--warmup", type=int, default=2, help="untimed steps first (at least 2: they are the loss check)")
-    ap.add_argument("--compile", action="store_true", help="also time torch.compile'd PyTorch")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed steps first (at least 3: the loss check, launch counts)")
+    ap.add_argument("--compile", action="store_true", help="CPU: also time torch.compile'd PyTorch")
+    ap.add_argument("--no-compile", action="store_true", help="GPU: skip torch.compile'd PyTorch")
+    ap.add_argument("--flash", action="store_true", help="GPU: also time Mint with the fused (flash) attention kernels")
     ap.add_argument("--name", default=None, help="results file bench/results/<name>.jsonl (default train_step_<device>)")
     ap.add_argument("--no-record", action="store_true", help="print only; append nothing to bench/results/")
     args = ap.parse_args(argv)
-    args.warmup = max(args.warmup, 2)
+    args.warmup = max(args.warmup, 3)
+    args.presets = args.presets or (["tiny", "small", "medium"] if args.device == "cpu" else ["tiny", "medium", "large", "d512"])
     if args.device == "cuda" and not torch.cuda.is_available(): raise SystemExit("--device cuda: PyTorch sees no CUDA GPU")
     host = benchlib.host_info(args.device)
     load = host.get("loadavg_1_5_15", [0])[0]
@@ -207,9 +232,7 @@ def main(argv=None):
         r = bench_preset(name, args)
         runs.append(r)
         for side, v in r["results"].items():
-            rows.append(dict(preset=name, params=r["n_params"], shape=f"{r['batch_size']}×{r['seq_len']}", side=side,
-                             tps=v["tokens_per_s"], med=v["median_tokens_per_s"], ms=v["step_ms"],
-                             ratio=v.get("mint_over_this"), ratio_med=v.get("mint_over_this_median")))
+            rows.append(benchlib.train_row(r, side, v))
         print(f"  {name}: " + ", ".join(f"{k} {v['tokens_per_s']:,.0f} tok/s" for k, v in r["results"].items()), flush=True)
     print()
     print(benchlib.table(rows, benchlib.TRAIN_STEP_COLS))

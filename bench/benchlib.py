@@ -80,6 +80,20 @@ def table(rows: list[dict], cols: list[tuple[str, str, str]]) -> str:
     return "\n".join([head, sep, *body])
 
 
-TRAIN_STEP_COLS = [("preset", "preset", ""), ("params", "params", ","), ("shape", "B×T", ""), ("side", "implementation", ""),
+TRAIN_STEP_COLS = [("preset", "config", ""), ("params", "params", ","), ("shape", "B×T", ""), ("side", "implementation", ""),
                    ("tps", "tokens/s (best round)", ",.0f"), ("ms", "ms/step", ".1f"), ("ratio", "Mint ÷ this", ".2f"),
-                   ("med", "tokens/s (median)", ",.0f"), ("ratio_med", "Mint ÷ this (median)", ".2f")]
+                   ("med", "tokens/s (median)", ",.0f"), ("ratio_med", "Mint ÷ this (median)", ".2f"),
+                   ("mfu", "MFU %", ".1f"), ("mem", "peak MiB", ",.0f"), ("launches", "launches/step", ".0f"),
+                   ("host", "host ms/step", ".1f")]
+
+
+def train_row(run: dict, side: str, v: dict) -> dict:
+    "One table row of a train-step record's side."
+    return dict(preset=run["preset"], params=run["n_params"], shape=f"{run['batch_size']}×{run['seq_len']}", side=side,
+                tps=v["tokens_per_s"], med=v.get("median_tokens_per_s"), ms=v["step_ms"], ratio=v.get("mint_over_this"),
+                ratio_med=v.get("mint_over_this_median"), mfu=None if v.get("mfu") is None else 100 * v["mfu"],
+                mem=v.get("peak_memory_MiB"), launches=v.get("launches_per_step"), host=v.get("host_ms_per_step"))
+
+
+DECODE_COLS = [("preset", "config", ""), ("side", "implementation", ""), ("tps", "tokens/s (best round)", ",.0f"),
+               ("ms", "ms/token", ".2f"), ("ratio", "Mint ÷ this", ".2f"), ("same", "greedy tokens equal", "")]

@@ -18,9 +18,7 @@ def latest_table(path: Path) -> str:
     rows = []
     for r in rec["runs"]:
         for side, v in r["results"].items():
-            rows.append(dict(preset=r["preset"], params=r["n_params"], shape=f"{r['batch_size']}×{r['seq_len']}", side=side,
-                             tps=v["tokens_per_s"], med=v.get("median_tokens_per_s"), ms=v["step_ms"],
-                             ratio=v.get("mint_over_this"), ratio_med=v.get("mint_over_this_median")))
+            rows.append(benchlib.train_row(r, side, v))
     head = (f"{rec['date'][:10]}, {h['device']}; numpy {h['numpy']}, numba {h['numba']}, torch {h['torch']}"
             f" ({h.get('torch_threads')} threads); vocab {rec['vocab_size']}; load average at start "
             f"{h.get('loadavg_1_5_15', ['?'])[0]}, {rec['runs'][0]['rounds']} rounds — `{Path(path).relative_to(benchlib.ROOT)}`")

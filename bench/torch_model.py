@@ -191,3 +191,45 @@ def grads_to_flat(model: MintTorch, cfg, dtype=np.float64) -> np.ndarray:
     for name, p in model.named_parameters():
         if p.grad is not None: named[name][...] = p.grad.detach().cpu().numpy()
     return out
+
+
+@torch.no_grad()
+def greedy_decode(model: MintTorch, prompt_ids, n_new: int, banned=()) -> tuple[list[int], float]:
+    """Greedy decoding with a preallocated KV cache (batch 1), the peer of `mint.generate.Decoder`: prefill the prompt,
+    then one token at a time. `banned` ids get −inf before the argmax (Mint never samples its special tokens).
+    Returns (the n_new token ids, seconds spent on them after the prefill)."""
+    import time
+    cfg, dev = model.cfg, next(model.parameters()).device
+    dt = next(model.parameters()).dtype
+    L, H, hd, S = cfg.n_layers, cfg.n_heads, cfg.head_dim, cfg.max_seq_len
+    K = torch.zeros(L, 1, H, S, hd, device=dev, dtype=dt); V = torch.zeros_like(K)
+    ban = torch.tensor(sorted(banned), device=dev, dtype=torch.long)
+
+    def run(ids, start):                                # ids [1, T] at positions start..start+T-1 -> last logits
+        T = ids.shape[1]
+        pos = torch.arange(start, start + T, device=dev)[None]
+        x = model.model.embed_tokens(ids) * math.sqrt(cfg.d_model)
+        cos, sin = rope_cos_sin(pos, hd, x.dtype)
+        for l, layer in enumerate(model.model.layers):
+            a, at = layer.input_layernorm(x), layer.self_attn
+            q, k = at.q_proj(a).view(1, T, H, hd), at.k_proj(a).view(1, T, H, hd)
+            if at.qk_norm: q, k = at.q_norm(q), at.k_norm(k)
+            q, k = apply_rope(q, cos, sin).transpose(1, 2), apply_rope(k, cos, sin).transpose(1, 2)
+            K[l, :, :, start:start + T], V[l, :, :, start:start + T] = k, at.v_proj(a).view(1, T, H, hd).transpose(1, 2)
+            o = F.scaled_dot_product_attention(q, K[l, :, :, :start + T], V[l, :, :, :start + T], is_causal=T > 1)
+            h = x + at.o_proj(o.transpose(1, 2).reshape(1, T, cfg.d_model))
+            x = h + layer.mlp(layer.post_attention_layernorm(h))
+        z = model.lm_head(model.model.norm(x[:, -1]))[0]
+        if len(ban): z[ban] = -math.inf
+        return z
+
+    ids = torch.as_tensor(np.asarray(prompt_ids), device=dev, dtype=torch.long)[None]
+    z = run(ids, 0)
+    if dev.type == "cuda": torch.cuda.synchronize()
+    t0, out, p = time.perf_counter(), [], ids.shape[1]
+    for _ in range(n_new):
+        t = int(torch.argmax(z))                        # .item() waits: one token at a time, as a chat does
+        out.append(t)
+        if len(out) == n_new: break
+        z = run(torch.tensor([[t]], device=dev), p); p += 1
+    return out, time.perf_counter() - t0
