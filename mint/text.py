@@ -6,12 +6,13 @@ UTF-8 reported with their absolute offset, and lines streamed one at a time."""
 
 # %% ../nbs/02a_text.ipynb #22160a11
 from __future__ import annotations
-import codecs
+import codecs, re
 from pathlib import Path
 from typing import Iterator
 
 # %% auto #0
-__all__ = ['CHUNK_SIZE', 'MAX_LINE_CHARS', 'CorpusError', 'CorpusNotFound', 'check_file', 'clean_text', 'TextStream']
+__all__ = ['CHUNK_SIZE', 'MAX_LINE_CHARS', 'INVALID_CHARS', 'INVALID', 'CorpusError', 'CorpusNotFound', 'check_file',
+           'clean_text', 'TextStream', 'drop_invalid']
 
 # %% ../nbs/02a_text.ipynb #acae79d0
 class CorpusError(ValueError):
@@ -75,21 +76,20 @@ class TextStream:
                 if text: yield text
                 if final: return
 
-    def lines(self, max_chars: int | None = None) -> Iterator[tuple[int, str]]:
-        "`(line_number, line)` without the newline, 1-based; a line longer than `max_chars` (default `MAX_LINE_CHARS`) is a CorpusError."
+    def lines(self, max_chars: int | None = None) -> Iterator[tuple[int, str | None]]:
+        "`(line_number, line)` without the newline, 1-based; a line longer than `max_chars` (default `MAX_LINE_CHARS`) gives `(line_number, None)`."
         limit = MAX_LINE_CHARS if max_chars is None else max_chars
         lineno, parts, size = 1, [], 0
         for chunk in self:
             *done, rest = chunk.split("\n")
             for piece in done:
-                parts.append(piece)
-                yield lineno, "".join(parts)
+                size += len(piece)
+                yield lineno, None if size > limit else "".join(parts) + piece
                 lineno, parts, size = lineno + 1, [], 0
-            if rest:
-                parts.append(rest); size += len(rest)
-                if size > limit:
-                    raise CorpusError(f"{self.path}: line {lineno} is longer than {limit:,} characters")
-        if parts: yield lineno, "".join(parts)
+            size += len(rest)
+            if size > limit: parts = []                   # too long: stop keeping it, count on to the newline
+            elif rest: parts.append(rest)
+        if size: yield lineno, None if size > limit else "".join(parts)
 
     def notes(self) -> list[str]:
         "What was cleaned on the way in (for the corpus summary)."
@@ -98,3 +98,14 @@ class TextStream:
         if self.cr_count: out.append(f"normalised {self.cr_count} CR/CRLF line ending(s) to LF")
         if self.nul_count: out.append(f"removed {self.nul_count} NUL byte(s)")
         return out
+
+# %% ../nbs/02a_text.ipynb #46a95378
+_NONCHARS = "\ufdd0-\ufdef" + "".join(chr(p << 16 | 0xFFFE) + chr(p << 16 | 0xFFFF) for p in range(17))
+INVALID_CHARS = re.compile(f"[\ud800-\udfff{_NONCHARS}]")
+INVALID = "invalid characters (lone surrogates, non-characters)"     # the name of their count in load summaries
+
+def drop_invalid(s: str) -> tuple[str, int]:
+    "`s` without lone surrogates (U+D800–DFFF) and non-characters (U+FDD0–FDEF, U+nFFFE/nFFFF), and how many were removed."
+    if not INVALID_CHARS.search(s): return s, 0
+    t = INVALID_CHARS.sub("", s)
+    return t, len(s) - len(t)

@@ -5,18 +5,19 @@ with `mwparserfromhell`, and the paragraphs written once to a JSON Lines cache t
 
 # %% ../nbs/02c_wiki.ipynb #c3ae1265
 from __future__ import annotations
-import bz2, functools, hashlib, itertools, json, multiprocessing, os, re, tempfile
+import bz2, hashlib, itertools, json, multiprocessing, os, re, tempfile
+from collections import Counter
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Iterator
 import mwparserfromhell
 from mwparserfromhell.nodes import Text, Wikilink, ExternalLink, Tag, HTMLEntity
-from .text import CorpusError, check_file
+from .text import INVALID, CorpusError, check_file, drop_invalid
 from .records import Corpus, read_records
 
 # %% auto #0
-__all__ = ['MIN_PARAGRAPH_CHARS', 'WIKI_BATCH', 'WIKI_PARALLEL_BYTES', 'strip_nested', 'clean_wikitext', 'wiki_paragraphs',
-           'iter_wiki_pages', 'build_wiki_cache', 'wiki_cache_path', 'load_wiki']
+__all__ = ['MIN_PARAGRAPH_CHARS', 'WIKI_BATCH', 'WIKI_PARALLEL_BYTES', 'strip_nested', 'clean_wikitext', 'wiki_blocks',
+           'long_paragraphs', 'wiki_paragraphs', 'iter_wiki_pages', 'build_wiki_cache', 'wiki_cache_path', 'load_wiki']
 
 # %% ../nbs/02c_wiki.ipynb #fd9ef6be
 MIN_PARAGRAPH_CHARS = 20
@@ -91,17 +92,32 @@ def clean_wikitext(text: str) -> str:
     s = _EMPTY_PARENS.sub("", s)
     return "\n".join(_SPACES.sub(" ", line).strip() for line in s.split("\n"))
 
-def wiki_paragraphs(text: str, min_chars: int = MIN_PARAGRAPH_CHARS) -> list[str]:
-    "Paragraphs (blank-line separated blocks) of cleaned wiki text with at least `min_chars` characters; [] for a redirect."
+def wiki_blocks(text: str) -> list[str]:
+    "The non-empty blocks (blank-line separated) of cleaned wiki text, any length; [] for a redirect."
     if _REDIRECT.match(text): return []
-    paras = (p.strip() for p in re.split(r"\n\s*\n", clean_wikitext(text)))
-    return [p for p in paras if len(p) >= min_chars]
+    return [b for b in (p.strip() for p in re.split(r"\n\s*\n", clean_wikitext(text))) if b]
+
+def long_paragraphs(blocks: list[str], min_chars: int = MIN_PARAGRAPH_CHARS, dropped: Counter | None = None) -> list[str]:
+    "The `blocks` of at least `min_chars` characters; the others counted in `dropped`."
+    keep = [b for b in blocks if len(b) >= min_chars]
+    if dropped is not None and len(keep) < len(blocks): dropped[f"paragraphs shorter than {min_chars} characters"] += len(blocks) - len(keep)
+    return keep
+
+def wiki_paragraphs(text: str, min_chars: int = MIN_PARAGRAPH_CHARS, dropped: Counter | None = None) -> list[str]:
+    "Paragraphs (blank-line separated blocks) of cleaned wiki text with at least `min_chars` characters (shorter ones counted in `dropped`); [] for a redirect."
+    return long_paragraphs(wiki_blocks(text), min_chars, dropped)
 
 # %% ../nbs/02c_wiki.ipynb #9047a96c
 def _local(tag: str) -> str: return tag.rsplit("}", 1)[-1]
 
-def iter_wiki_pages(path) -> Iterator[tuple[str, str]]:
-    "`(title, wikitext)` of each article page (ns 0, not a redirect) of a MediaWiki XML dump (.xml or .bz2), streamed with iterparse."
+def _valid(s: str, dropped: Counter) -> str:
+    s, n = drop_invalid(s)
+    if n: dropped[INVALID] += n
+    return s
+
+def iter_wiki_pages(path, dropped: Counter | None = None) -> Iterator[tuple[str, str]]:
+    "`(title, wikitext)` of each article page (ns 0, not a redirect; the others counted in `dropped`) of a MediaWiki XML dump (.xml or .bz2), streamed with iterparse."
+    dropped = Counter() if dropped is None else dropped
     path = Path(path)
     opener = bz2.open if path.suffix.lower() == ".bz2" else open
     with opener(path, "rb") as f:
@@ -117,7 +133,9 @@ def iter_wiki_pages(path) -> Iterator[tuple[str, str]]:
                 elif t == "redirect": redirect = True
                 elif t == "text": text = child.text or ""
             root.clear()                       # drop this page (and all before it) from the tree
-            if ns == "0" and not redirect and not _REDIRECT.match(text): yield title, text
+            if ns != "0": dropped["non-article pages"] += 1
+            elif redirect or _REDIRECT.match(text): dropped["redirect pages"] += 1
+            else: yield title, text
 
 def _dump_error(dump: Path, e: BaseException) -> CorpusError | None:
     if isinstance(e, EOFError):
@@ -133,20 +151,19 @@ def _dump_error(dump: Path, e: BaseException) -> CorpusError | None:
 WIKI_BATCH = 256                # pages handed to the worker processes at a time
 WIKI_PARALLEL_BYTES = 64 << 20  # dumps larger than this are parsed by os.cpu_count() processes unless told otherwise
 
-def build_wiki_cache(dump, cache, min_chars: int = MIN_PARAGRAPH_CHARS, workers: int = 1) -> int:
-    "Parse `dump` once into `cache` (JSONL, `{\"text\": paragraph}` per line) via a temp file renamed when complete; returns paragraphs written."
+def build_wiki_cache(dump, cache, min_chars: int = MIN_PARAGRAPH_CHARS, workers: int = 1) -> tuple[int, Counter]:
+    "Parse `dump` once into `cache` (JSONL, `{\"text\": paragraph}` per line) via a temp file renamed when complete; returns (paragraphs written, what was dropped)."
     dump, cache = Path(dump), Path(cache)
     cache.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=cache.name + ".", suffix=".tmp")
-    job = functools.partial(wiki_paragraphs, min_chars=min_chars)
     pool = multiprocessing.Pool(workers) if workers > 1 else None
-    n = 0
+    n, dropped = 0, Counter()
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            pages = iter_wiki_pages(dump)
+            pages = iter_wiki_pages(dump, dropped)
             while batch := [text for _, text in itertools.islice(pages, WIKI_BATCH)]:
-                for paras in (pool.map(job, batch) if pool else map(job, batch)):   # map keeps the page order
-                    for p in paras:
+                for blocks in (pool.map(wiki_blocks, batch) if pool else map(wiki_blocks, batch)):   # map keeps the page order
+                    for p in long_paragraphs([_valid(b, dropped) for b in blocks], min_chars, dropped):
                         out.write(json.dumps({"text": p}, ensure_ascii=False) + "\n"); n += 1
         if n == 0:
             raise CorpusError(f"{dump}: no article paragraph of at least {min_chars} characters "
@@ -159,7 +176,7 @@ def build_wiki_cache(dump, cache, min_chars: int = MIN_PARAGRAPH_CHARS, workers:
         raise err from None
     finally:
         if pool is not None: pool.terminate()
-    return n
+    return n, dropped
 
 def wiki_cache_path(dump, cache_dir) -> Path:
     "Where the JSONL cache of `dump` lives: `cache_dir/<dump name>-<hash of its absolute path and size>.jsonl`."
@@ -174,8 +191,12 @@ def load_wiki(dump, cache_dir=None, max_samples: int | None = None, workers: int
     cache = wiki_cache_path(dump, cache_dir if cache_dir is not None else dump.parent / "cache")
     if workers is None: workers = (os.cpu_count() or 1) if dump.stat().st_size > WIKI_PARALLEL_BYTES else 1
     built = not cache.exists()
-    if built: build_wiki_cache(dump, cache, workers=workers)
+    if built: _, dropped = build_wiki_cache(dump, cache, workers=workers)
     corpus = read_records(cache, "jsonl", max_samples=max_samples)
     corpus.source, corpus.fmt = dump, "wiki"
-    corpus.notes.insert(0, f"{'built' if built else 'read'} cache {cache}")
+    if built:
+        corpus.dropped.update(dropped)
+        corpus.notes.insert(0, f"built cache {cache}")
+    else:
+        corpus.notes[:0] = [f"read cache {cache}", "what its build dropped was counted in the summary of the run that built it"]
     return corpus

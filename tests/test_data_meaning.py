@@ -1,0 +1,96 @@
+"""Data that does not mean what it says (issue 10, item 9): each class of the problem, on hand-made fixtures.
+
+Fixtures: data/fixtures/formats/meaning/ (written by data/fixtures/formats/make_fixtures.py).
+"""
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from mint.text import INVALID, CorpusError, drop_invalid
+from mint.formats import load_task
+from mint import data as D
+
+FIX = Path(__file__).resolve().parent.parent / "data" / "fixtures" / "formats"
+MEAN = FIX / "meaning"
+
+
+def all_text(corpus) -> str:
+    return "".join(s if isinstance(s, str) else "".join(s) for s in corpus.samples)
+
+
+# ---------------------------------------------------------------- invalid Unicode, wherever text enters
+
+INVALID_SAMPLES = [("写一句话", "好的。"), ("表情", "笑脸\U0001F600"), ("非字符", "结束"), ("转义的反斜杠", "\\ud800 不是转义")]
+
+
+@pytest.mark.parametrize("name", ["invalid_unicode.jsonl", "invalid_unicode.json"])
+def test_invalid_unicode_removed_and_counted_in_json(name):
+    c = load_task(MEAN / name)                           # JSON Lines (stdlib json) and a JSON array (ijson)
+    assert c.samples == INVALID_SAMPLES                   # the valid pair and the escaped backslash stay
+    assert c.dropped[INVALID] == 5 and f"dropped 5 {INVALID}" in c.summary()
+    assert drop_invalid(all_text(c))[1] == 0
+
+
+def test_invalid_unicode_removed_and_counted_in_text_and_wiki(tmp_path):
+    t = load_task(MEAN / "invalid_unicode.txt")
+    assert t.samples == ["第一行文本", "第二行文本"] and t.dropped[INVALID] == 3
+    w = load_task(MEAN / "zhwiki_invalid.xml", cache_dir=tmp_path)
+    assert w.samples == ["这是一个用来测试非字符的段落，它的长度超过二十个字符。"] and w.dropped[INVALID] == 1
+
+
+def test_invalid_unicode_removed_and_counted_in_yaml_and_peoples_daily(tmp_path):
+    y = tmp_path / "c.yml"
+    y.write_text('conversations:\n- - "你好\\ufdd0"\n  - "嗨\\U0010ffff"\n', encoding="utf-8")
+    d = Counter()
+    assert D.load_chat_yaml(y, d) == [("你好", "嗨")] and d[INVALID] == 2
+    p = tmp_path / "pd.txt"
+    p.write_text("迈向/v  充满\ufffe/v\n\n希望/n\n", encoding="utf-8")
+    d = Counter()
+    assert D.load_peoples_daily(path=p, dropped=d) == ["迈向充满", "希望"]
+    assert d == {INVALID: 1, "blank lines": 1}
+
+
+# ---------------------------------------------------------------- every filter counts what it drops
+
+def test_filters_count_blank_lines_overlong_and_empty_pairs(tmp_path, monkeypatch):
+    import mint.records as R
+    monkeypatch.setattr(R, "MAX_RECORD_CHARS", 40)
+    p = tmp_path / "lm.txt"
+    p.write_text("第一行\n\n   \n" + "长" * 50 + "\n第二行\n", encoding="utf-8")
+    c = load_task(p)
+    assert c.samples == ["第一行", "第二行"] and c.dropped["blank lines"] == 2
+    assert (c.skipped, dict(c.skipped_by)) == (1, {"over-long": 1}) and "line 4: line longer than 40" in c.problems[0]
+    a = tmp_path / "big.json"
+    a.write_text('[{"instruction": "短", "output": "好"},\n {"instruction":\n  "' + "长" * 50 + '",\n  "output": "好"}]',
+                 encoding="utf-8")                       # a record longer than the limit while it is read, line by line
+    c = load_task(a)
+    assert len(c) == 1 and dict(c.skipped_by) == {"over-long": 1} and c.problems == ["line 2 [1]: longer than 40 characters"]
+    l = tmp_path / "lccc.json"
+    l.write_text('[["你 好", "", "再 见", "好"]]', encoding="utf-8")
+    c = load_task(l)
+    assert c.samples == [("再见", "好")] and c.dropped["utterance pairs with an empty side"] == 2
+
+
+def test_wiki_build_counts_pages_and_paragraphs_it_drops(tmp_path):
+    c = load_task(FIX / "zhwiki_sample.xml", cache_dir=tmp_path)
+    assert (c.dropped["redirect pages"], c.dropped["non-article pages"]) == (1, 1)
+    assert c.dropped["paragraphs shorter than 20 characters"] >= 3         # "see also" list, a link line, the stub
+    again = load_task(FIX / "zhwiki_sample.xml", cache_dir=tmp_path)
+    assert again.samples == c.samples and "counted in the summary of the run that built it" in again.notes[1]
+
+
+def test_split_counts_validation_duplicates():
+    d = Counter()
+    train, val = D.split_tail(["甲", "乙", "丙", "甲", "丁", "乙"], 0.5, d)
+    assert (train, val) == (["甲", "乙", "丙"], ["丁"]) and d == {"validation samples also in the training part": 2}
+
+
+def test_skipped_records_are_counted_by_kind(tmp_path):
+    c = load_task(FIX / "belle_bad.jsonl")
+    assert dict(c.skipped_by) == {"wrong shape": 3, "bad JSON": 1, "empty": 1} and c.dropped["blank lines"] == 1
+    assert "skipped by kind: 3 wrong shape, 1 bad JSON, 1 empty" in c.summary()
+    p = tmp_path / "all_bad.jsonl"
+    p.write_text('{"instruction": "只有指令"}\n{"instruction": "也没有输出"}\n', encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"all_bad\.jsonl: no usable samples .*\n.*\n.*\n  skipped by kind: 2 wrong shape"):
+        load_task(p)
