@@ -15,9 +15,9 @@ import ijson
 from .text import INVALID, CorpusError, TextStream, check_file, clean_text, drop_invalid
 
 # %% auto #0
-__all__ = ['MAX_PROBLEMS', 'MAX_RECORD_CHARS', 'QA_SEP', 'FORMATS', 'BadRecord', 'fix_lone_surrogates', 'json_pieces',
-           'JsonStream', 'belle_samples', 'join_cjk', 'lccc_samples', 'qa_items', 'qa_samples', 'text_samples',
-           'record_format', 'Corpus', 'check_max', 'scrub', 'collect', 'read_records']
+__all__ = ['MAX_PROBLEMS', 'MAX_RECORD_CHARS', 'QA_SEP', 'PLACEHOLDER_ANSWERS', 'FORMATS', 'BadRecord', 'fix_lone_surrogates',
+           'json_pieces', 'JsonStream', 'belle_samples', 'join_cjk', 'lccc_samples', 'qa_items', 'answer_problem',
+           'qa_samples', 'text_samples', 'record_format', 'Corpus', 'check_max', 'scrub', 'collect', 'read_records']
 
 # %% ../nbs/02b_records.ipynb #7a8234eb
 MAX_PROBLEMS = 5              # how many skipped records a summary names
@@ -229,23 +229,42 @@ def qa_items(label: str, rec) -> Iterator[tuple[str, object]]:
         yield label, e; return
     for i, kid in enumerate(kids): yield from qa_items(f"{label}{sep}{key}[{i}]", kid)
 
-def _answer_text(a) -> str | None:
-    if isinstance(a, str): return clean_text(a)
-    if isinstance(a, dict) and isinstance(a.get("text"), str): return clean_text(a["text"])
-    return None
+PLACEHOLDER_ANSWERS = {"", "n/a", "na", "none", "null", "nan", "unknown", "fake_answer", "fake answer", "no answer",
+                       "noanswer", "无答案", "暂无", "暂无答案", "没有答案"}
+
+def answer_problem(a, ctx: str) -> tuple[str, str]:
+    "`(text, '')` for a usable answer (string or `{text, answer_start}`) to context `ctx`, else `('', why)` with `why` its kind."
+    text, start = (a, None) if isinstance(a, str) else (a.get("text"), a.get("answer_start")) if isinstance(a, dict) else (None, None)
+    if not isinstance(text, str): return "", "wrong shape"
+    text = clean_text(text)
+    if start == -1 or text.casefold() in PLACEHOLDER_ANSWERS: return "", "placeholder answer"
+    if text not in ctx: return "", "answer not in context"
+    return text, ""
+
+def _answer_list(answers) -> list:
+    "SQuAD's list of answers; Hugging Face's column form `{text: [...], answer_start: [...]}` turned into that list."
+    if isinstance(answers, dict) and isinstance(answers.get("text"), list):
+        starts = answers.get("answer_start")
+        starts = starts if isinstance(starts, list) and len(starts) == len(answers["text"]) else [None] * len(answers["text"])
+        return [{"text": t, "answer_start": s} for t, s in zip(answers["text"], starts)]
+    return answers
 
 def qa_samples(item, dropped: Counter | None = None) -> list[tuple[str, str]]:
-    "`[(context + QA_SEP + question, first answer)]` of one `(context, qa)` item; BadRecord without question or answer."
+    "`[(context + QA_SEP + question, first usable answer)]` of one `(context, qa)` item; BadRecord (by kind) when no answer is usable."
     ctx, qa = item
     qa = _need_dict(qa, "a question object")
     q = qa.get("question", qa.get("query_text"))
     if not isinstance(q, str) or not clean_text(q): raise BadRecord("missing 'question' (or 'query_text') string")
-    answers = qa.get("answers")
-    if isinstance(answers, dict) and isinstance(answers.get("text"), list): answers = answers["text"]
+    if qa.get("is_impossible") is True: raise BadRecord("unanswerable (is_impossible: true)", "unanswerable")
+    answers = _answer_list(qa.get("answers"))
     if not isinstance(answers, list): raise BadRecord(f"'answers' is {type(answers).__name__}, not a list")
-    texts = [t for t in map(_answer_text, answers) if t]
-    if not texts: raise BadRecord("no answer text", "no answer")
-    return [(ctx + QA_SEP + clean_text(q), texts[0])]
+    if not answers: raise BadRecord("no answer text", "no answer")
+    checked = [answer_problem(a, ctx) for a in answers]
+    usable = [t for t, why in checked if not why]
+    if not usable:
+        why = checked[0][1]
+        raise BadRecord(f"{why}: {answers[0]!r:.60}", why)
+    return [(ctx + QA_SEP + clean_text(q), usable[0])]
 
 # %% ../nbs/02b_records.ipynb #542c9cdc
 def text_samples(rec, dropped: Counter | None = None) -> list[str]:

@@ -94,3 +94,30 @@ def test_skipped_records_are_counted_by_kind(tmp_path):
     p.write_text('{"instruction": "只有指令"}\n{"instruction": "也没有输出"}\n', encoding="utf-8")
     with pytest.raises(CorpusError, match=r"all_bad\.jsonl: no usable samples .*\n.*\n.*\n  skipped by kind: 2 wrong shape"):
         load_task(p)
+
+
+# ---------------------------------------------------------------- QA answers that are not answers
+
+def test_qa_sentinels_skipped_and_counted_by_kind():
+    c = load_task(MEAN / "squad_v2.json")
+    ctx = "黄河是中国第二长河，全长约五千四百六十四公里，发源于青海省巴颜喀拉山脉，注入渤海。"
+    assert c.samples == [(ctx + "\n黄河发源于哪里？", "青海省巴颜喀拉山脉"), (ctx + "\n黄河全长多少？", "五千四百六十四公里")]
+    assert dict(c.skipped_by) == {"unanswerable": 2, "placeholder answer": 3, "answer not in context": 1}
+    assert "skipped by kind: 3 placeholder answer, 2 unanswerable, 1 answer not in context" in c.summary()
+    assert all("plausible" not in a and "中国" != a for _, a in c.samples)      # SQuAD 2.0's plausible answers never train
+
+
+def test_qa_file_without_a_usable_answer_is_an_error():
+    with pytest.raises(CorpusError, match=r"qa_no_usable\.json: no usable samples \(format qa; skipped 2 record\(s\)\)"
+                                          r"(.|\n)*skipped by kind: 2 placeholder answer"):
+        load_task(MEAN / "qa_no_usable.json")
+
+
+def test_qa_hugging_face_column_answers_checked_too():
+    from mint.records import qa_samples, BadRecord
+    ctx = "故宫位于北京市中心。"
+    ok = {"question": "故宫在哪？", "answers": {"text": ["上海", "北京市中心"], "answer_start": [-1, 4]}}
+    assert qa_samples((ctx, ok)) == [(ctx + "\n故宫在哪？", "北京市中心")]
+    with pytest.raises(BadRecord) as e:
+        qa_samples((ctx, {"question": "故宫在哪？", "answers": {"text": [""], "answer_start": [-1]}}))
+    assert e.value.kind == "placeholder answer"
