@@ -15,8 +15,9 @@ import ijson
 from .text import INVALID, CorpusError, TextStream, check_file, clean_text, drop_invalid
 
 # %% auto #0
-__all__ = ['MAX_PROBLEMS', 'MAX_RECORD_CHARS', 'QA_SEP', 'PLACEHOLDER_ANSWERS', 'FORMATS', 'BadRecord', 'fix_lone_surrogates',
-           'json_pieces', 'JsonStream', 'belle_samples', 'join_cjk', 'lccc_samples', 'qa_items', 'answer_problem',
+__all__ = ['MAX_PROBLEMS', 'MAX_RECORD_CHARS', 'CONVERSATION_KEYS', 'SPEAKERS', 'QA_SEP', 'PLACEHOLDER_ANSWERS', 'FORMATS',
+           'SHAPES', 'BadRecord', 'fix_lone_surrogates', 'json_pieces', 'JsonStream', 'belle_samples',
+           'conversation_turns', 'turns_samples', 'join_cjk', 'lccc_samples', 'qa_items', 'answer_problem',
            'qa_samples', 'text_samples', 'record_format', 'Corpus', 'check_max', 'scrub', 'collect', 'read_records']
 
 # %% ../nbs/02b_records.ipynb #7a8234eb
@@ -75,10 +76,12 @@ class JsonStream:
     def __init__(self, stream: TextStream):
         self.stream, self.path = stream, stream.path
         self.keys: list[str] = []                     # keys of a top-level object, in file order
+        self.at = None                                # the prefix of the value yielded last
         self._done = False
 
-    def items(self, prefix: str = "item") -> Iterator[tuple[int, int, object]]:
-        "Yield `(index, line, value)` for each value at `prefix`; CorpusError with line and column on invalid JSON."
+    def items(self, prefix: str | tuple = "item") -> Iterator[tuple[int, int, object]]:
+        "Yield `(index, line, value)` for each value at `prefix` (or any of a tuple of prefixes: `self.at` says which); CorpusError with line and column on invalid JSON."
+        prefixes = (prefix,) if isinstance(prefix, str) else tuple(prefix)
         events = ijson.sendable_list()
         coro = ijson.parse_coro(events, use_float=True)
         line, n, builder, depth, start, start_piece, size, skip = 1, 0, None, 0, 0, 0, 0, False
@@ -91,10 +94,11 @@ class JsonStream:
                 if piece is None: coro.close()
                 else: coro.send(piece.encode())
             except ijson.JSONError as e:
-                raise self._locate(e, start_piece if builder is not None else k, prefix) from None
+                raise self._locate(e, start_piece if builder is not None else k, prefixes) from None
             for path, event, value in events:
                 if builder is None:
-                    if path == prefix:
+                    if path in prefixes:
+                        self.at = path
                         if event not in _VALUE_START:
                             yield n, line, value; n += 1; continue
                         builder, depth, start, start_piece, size, skip = ijson.ObjectBuilder(), 0, line, k, 0, False
@@ -122,7 +126,7 @@ class JsonStream:
         if not self._done:
             for _ in self.items(" no such path "): pass
 
-    def _locate(self, err: Exception, from_piece: int, prefix: str) -> CorpusError:
+    def _locate(self, err: Exception, from_piece: int, prefixes: tuple) -> CorpusError:
         "Replay the document to find where the error is: pieces before `from_piece` whole, then one character at a time."
         events = ijson.sendable_list()
         coro = ijson.parse_coro(events)
@@ -139,7 +143,7 @@ class JsonStream:
                 kept.append(ch)
                 try: coro.send(ch.encode())
                 except ijson.JSONError as e: err, stop = e, len(kept) - 1; break
-                if any(p == prefix and ev in _VALUE_START for p, ev, _ in events): item_at = len(kept) - 1
+                if any(p in prefixes and ev in _VALUE_START for p, ev, _ in events): item_at = len(kept) - 1
                 del events[:]
             if stop is not None: break
         if stop is None:
@@ -181,6 +185,50 @@ def belle_samples(rec, dropped: Counter | None = None) -> list[tuple[str, str]]:
     return [(prompt, reply)]
 
 # %% ../nbs/02b_records.ipynb #f8243271
+CONVERSATION_KEYS = ("conversations", "conversation", "messages", "dialog", "content")
+SPEAKERS = {"human": "human", "user": "human", "gpt": "assistant", "assistant": "assistant", "bot": "assistant",
+            "chatgpt": "assistant", "model": "assistant", "system": "system"}
+
+def _conversation(rec) -> list:
+    "The list of turns/utterances of a conversation record (a list, or a dict holding one under a CONVERSATION_KEYS key)."
+    if isinstance(rec, dict):
+        rec = next((rec[k] for k in CONVERSATION_KEYS if isinstance(rec.get(k), list)), rec)
+    return rec
+
+def _turn_text(v, i: int, field: str) -> str:
+    if not isinstance(v, str): raise BadRecord(f"turn {i}: {field!r} is {type(v).__name__}, not a string")
+    return clean_text(v)
+
+def conversation_turns(turns: list) -> list[tuple[str, str]]:
+    "`[(speaker, text)]` ('human', 'assistant' or 'system') of role-tagged turns; BadRecord naming the turn that is neither shape."
+    out = []
+    for i, t in enumerate(turns):
+        if not isinstance(t, dict): raise BadRecord(f"turn {i} is {type(t).__name__}, not an object")
+        if "human" in t or "assistant" in t:                          # one exchange per element
+            out += [(who, _turn_text(t[who], i, who)) for who in ("human", "assistant") if who in t]
+            continue
+        role = t.get("from", t.get("role"))
+        speaker = SPEAKERS.get(role.strip().lower()) if isinstance(role, str) else None
+        if speaker is None:
+            raise BadRecord(f"turn {i} has role {role!r}; expected 'from'/'role' human/user, gpt/assistant or system")
+        out.append((speaker, _turn_text(t.get("value", t.get("content")), i, "value/content")))
+    return out
+
+def turns_samples(rec, dropped: Counter | None = None) -> list[tuple[str, str]]:
+    "`(human turn, next assistant turn)` pairs of one conversation record; other turns dropped and counted; BadRecord if none."
+    turns = _conversation(rec)
+    if not isinstance(turns, list): raise BadRecord(f"expected a list of turns under one of {', '.join(CONVERSATION_KEYS)}")
+    turns = conversation_turns(turns)
+    pairs = [(a, b) for (sa, a), (sb, b) in zip(turns, turns[1:]) if sa == "human" and sb == "assistant" and a and b]
+    if not pairs: raise BadRecord(f"no human turn followed by an assistant turn ({len(turns)} turn(s))", "no pair")
+    if dropped is not None:
+        n_sys = sum(s == "system" for s, _ in turns)
+        if n_sys: dropped["system turns"] += n_sys
+        rest = len(turns) - n_sys - 2 * len(pairs)
+        if rest: dropped["turns outside a human→assistant pair"] += rest
+    return pairs
+
+# %% ../nbs/02b_records.ipynb #d971dadb
 _CJK = ("\u2e80-\u2fff\u3001-\u303f\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
         "\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0002ffff")
 _CJK_GAP = re.compile(f"(?<=[{_CJK}])[ \t\u3000]+(?=[{_CJK}])")
@@ -192,8 +240,7 @@ def join_cjk(s: str) -> str:
 
 def lccc_samples(dialog, dropped: Counter | None = None) -> list[tuple[str, str]]:
     "Adjacent-utterance pairs `(u[i], u[i+1])` of one LCCC dialogue (spaces between CJK removed; pairs with an empty utterance dropped and counted); BadRecord if not a list of strings or no pair."
-    if isinstance(dialog, dict):
-        dialog = next((dialog[k] for k in ("dialog", "conversation", "content") if isinstance(dialog.get(k), list)), dialog)
+    dialog = _conversation(dialog)
     if not isinstance(dialog, list): raise BadRecord(f"expected a list of utterances, got {type(dialog).__name__}")
     for i, u in enumerate(dialog):
         if not isinstance(u, str): raise BadRecord(f"utterance {i} is {type(u).__name__}, not a string")
@@ -219,12 +266,13 @@ def qa_items(label: str, rec) -> Iterator[tuple[str, object]]:
         rec = _need_dict(rec)
         if "data" in rec: kids, key = _qa_children(rec, "data"), "data"
         elif "paragraphs" in rec: kids, key = _qa_children(rec, "paragraphs"), "paragraphs"
-        elif "qas" in rec:
+        elif "qas" in rec or "question" in rec:
             ctx = rec.get("context", rec.get("context_text"))
             if not isinstance(ctx, str) or not clean_text(ctx): raise BadRecord("paragraph without a 'context' string")
+            if "qas" not in rec: yield label, (clean_text(ctx), rec); return          # a flat row: one question
             for j, qa in enumerate(_qa_children(rec, "qas")): yield f"{label}{sep}qas[{j}]", (clean_text(ctx), qa)
             return
-        else: raise BadRecord(f"no 'data', 'paragraphs' or 'qas' (keys: {', '.join(sorted(map(str, rec))[:6])})")
+        else: raise BadRecord(f"no 'data', 'paragraphs', 'qas' or 'question' (keys: {', '.join(sorted(map(str, rec))[:6])})")
     except BadRecord as e:
         yield label, e; return
     for i, kid in enumerate(kids): yield from qa_items(f"{label}{sep}{key}[{i}]", kid)
@@ -277,21 +325,35 @@ def text_samples(rec, dropped: Counter | None = None) -> list[str]:
 # %% ../nbs/02b_records.ipynb #5e2742c7
 FORMATS = {  # name: (kind, record → samples)
     "belle": ("chat", belle_samples),
+    "turns": ("chat", turns_samples),
     "lccc":  ("chat", lccc_samples),
     "qa":    ("chat", qa_samples),
     "text":  ("lm", text_samples),
     "wiki":  ("lm", text_samples),
 }
+SHAPES = {  # name: the records it reads, for error messages
+    "belle": '{"instruction", "input"?, "output"} (Belle)',
+    "turns": '{"conversations"|"messages": [{"from"|"role": human/user|gpt/assistant, "value"|"content"}]} (Belle 3.5M, ShareGPT)',
+    "lccc":  '["utterance", "utterance", ...] or {"dialog"|"conversation": [...]} (LCCC)',
+    "qa":    '{"data": [{"paragraphs": [{"context", "qas": [{"question", "answers"}]}]}]}, {"context_text", "qas"} or '
+             '{"context", "question", "answers"} (CMRC2018/SQuAD)',
+    "text":  '"a string" or {"text": "..."} (LM text)',
+}
+
+def _all_str(xs) -> bool: return bool(xs) and all(isinstance(x, str) for x in xs)
 
 def record_format(rec) -> str | None:
-    "The format name ('belle', 'lccc', 'qa', 'text') a parsed record looks like, or None."
-    if isinstance(rec, list): return "lccc"
+    "The format name ('belle', 'turns', 'lccc', 'qa', 'text') a parsed record looks like, or None (never a guess)."
     if isinstance(rec, str): return "text"
+    if isinstance(rec, list): return "lccc" if _all_str(rec) else None
     if not isinstance(rec, dict): return None
     if "instruction" in rec: return "belle"
+    conv = _conversation(rec)
+    if conv is not rec:
+        if _all_str(conv): return "lccc"
+        return "turns" if conv and all(isinstance(t, dict) for t in conv) else None
     if "text" in rec: return "text"
-    if rec.keys() & {"data", "paragraphs", "qas", "context_text"}: return "qa"
-    if rec.keys() & {"dialog", "conversation"}: return "lccc"
+    if rec.keys() & {"data", "paragraphs", "qas", "context_text"} or {"context", "question"} <= rec.keys(): return "qa"
     return None
 
 # %% ../nbs/02b_records.ipynb #774675d3
@@ -377,6 +439,8 @@ def collect(records: Iterable[tuple[str, object]], path, fmt: str | None = None,
     if not samples:
         why = "".join(f"\n  skipped {p}" for p in problems)
         if skipped_by: why += "\n  skipped by kind: " + ", ".join(f"{n:,} {k}" for k, n in skipped_by.most_common())
+        why += (f"\n  expected {fmt} records: {SHAPES[fmt]}" if fmt in SHAPES else
+                "\n  expected records of one of these shapes:" + "".join(f"\n    {v}" for v in SHAPES.values()) if not fmt else "")
         raise CorpusError(f"{path}: no usable samples (format {fmt or 'not recognised'}; skipped {skipped} record(s)){why}")
     return Corpus(FORMATS[fmt][0], samples, Path(path), skipped, problems, fmt, notes,
                   stream.bytes_read if stream else 0, skipped_by, dropped)
@@ -392,7 +456,7 @@ def collect(records: Iterable[tuple[str, object]], path, fmt: str | None = None,
 # | `text` | one document per non-empty line |
 # | `jsonl` | JSON Lines; the first good record decides the format |
 # | `json` starting with `[` | a JSON array, streamed item by item; the first good item decides |
-# | `json` starting with `{` | JSON Lines if the first line is a whole object (real Belle files are) or at least ends with `}`, else one big object whose `"data"` array is streamed (CMRC2018/SQuAD) |
+# | `json` starting with `{` | JSON Lines if the first line is a whole object (real Belle files are) or at least ends with `}`, else one big object whose `"data"` array (CMRC2018/SQuAD) or `"train"` array (LCCC's split file) is streamed |
 #
 # Records of JSON arrays are labelled `line L [i]` (the line the item starts on and its index), JSON Lines and text
 # `line L`, questions inside SQuAD files `line L data[i].paragraphs[j].qas[k]`. JSON Lines are decoded line by line
@@ -422,12 +486,19 @@ def _text_records(stream: TextStream, dropped: Counter) -> Iterator[tuple[str, s
 def _array_records(stream: TextStream) -> Iterator[tuple[str, object]]:
     for i, line, v in JsonStream(stream).items("item"): yield f"line {line} [{i}]", v
 
-def _object_records(stream: TextStream) -> Iterator[tuple[str, object]]:
-    js = JsonStream(stream)
-    for i, line, v in js.items("data.item"): yield f"line {line} data[{i}]", v
-    if "data" not in js.keys:
-        raise CorpusError(f"{stream.path}: a JSON object without a 'data' list (keys: {', '.join(js.keys[:8])}); "
-                          f"expected CMRC2018/SQuAD (data → paragraphs → qas), or use JSON Lines / a JSON array")
+def _object_records(stream: TextStream, notes: list) -> Iterator[tuple[str, object]]:
+    js, count = JsonStream(stream), Counter()
+    for _, line, v in js.items(("data.item", "train.item")):
+        key = js.at.split(".")[0]
+        yield f"line {line} {key}[{count[key]}]", v
+        count[key] += 1
+    if "data" not in js.keys and "train" not in js.keys:
+        raise CorpusError(f"{stream.path}: a JSON object without a 'data' list (keys: {', '.join(js.keys[:8])}); expected a "
+                          f"SQuAD/CMRC2018 object {{\"data\": [articles]}} or an LCCC split {{\"train\": [dialogues], …}}; "
+                          f"for other records use a JSON array or JSON Lines")
+    if "train" in js.keys:
+        others = [k for k in js.keys if k not in ("train", "data")]
+        notes.append(f"read the 'train' list" + (f"; ignored {', '.join(others)}" if others else ""))
 
 def _head(path) -> str:
     "The text of `path` from its first non-whitespace character: the whole first line if that is '{', else that character."
@@ -443,9 +514,11 @@ def _head(path) -> str:
     return head.split("\n", 1)[0].strip() if head.startswith("{") else head[:1]
 
 def _is_json_line(line: str) -> bool:
-    "True if `line` is a whole JSON value, or a broken one that at least ends with '}' (a bad JSON Lines record, not the start of a big object)."
-    try: _DEC.decode(line); return True
+    "True if a file whose first line is `line` is JSON Lines: the line is a whole JSON value that is not a container of records (`{\"data\": [...]}`, `{\"train\": [...]}`), or a broken one that ends with '}'."
+    try: v = _DEC.decode(line)
     except json.JSONDecodeError: return line.endswith("}")
+    container = isinstance(v, dict) and any(isinstance(v.get(k), list) for k in ("data", "train"))
+    return not (container and record_format(v) in (None, "qa"))
 
 def read_records(path, kind: str = "json", max_samples: int | None = None) -> Corpus:
     "Samples of a text ('text'), JSON Lines ('jsonl') or JSON ('json': array, object or JSON Lines, by content) file."
@@ -453,9 +526,11 @@ def read_records(path, kind: str = "json", max_samples: int | None = None) -> Co
     path = check_file(path)
     head = _head(path)
     if not head: raise CorpusError(f"{path}: contains no data (only whitespace, BOM or NUL bytes)")
-    stream, dropped = TextStream(path), Counter()
+    stream, dropped, notes = TextStream(path), Counter(), []
     if kind == "text": return collect(_text_records(stream, dropped), path, "text", max_samples, stream, dropped)
     if kind == "json" and head == "[": records = _array_records(stream)
-    elif kind == "json" and head.startswith("{") and not _is_json_line(head): records = _object_records(stream)
+    elif kind == "json" and head.startswith("{") and not _is_json_line(head): records = _object_records(stream, notes)
     else: records = _jsonl_records(stream, dropped)
-    return collect(records, path, None, max_samples, stream, dropped)
+    corpus = collect(records, path, None, max_samples, stream, dropped)
+    corpus.notes += notes
+    return corpus

@@ -121,3 +121,52 @@ def test_qa_hugging_face_column_answers_checked_too():
     with pytest.raises(BadRecord) as e:
         qa_samples((ctx, {"question": "故宫在哪？", "answers": {"text": [""], "answer_start": [-1]}}))
     assert e.value.kind == "placeholder answer"
+
+
+# ---------------------------------------------------------------- public schema variants: read, or rejected by name
+
+def test_belle_conversation_variants_are_read():
+    c = load_task(MEAN / "belle_conversations.jsonl")
+    assert (c.fmt, c.kind) == ("turns", "chat")
+    assert c.samples == [("你好", "你好！有什么可以帮你的吗？"), ("今天星期几？", "今天是星期三。"), ("讲个笑话", "好的，从前有座山……")]
+    assert c.skipped == 1 and "turn 0 has role 'narrator'; expected 'from'/'role' human/user, gpt/assistant" in c.problems[0]
+    m = load_task(MEAN / "messages.json")
+    assert m.samples == [("一加一等于几？", "一加一等于二。")] and m.dropped["system turns"] == 1
+    f = load_task(MEAN / "firefly.jsonl")
+    assert f.samples == [("早上好", "早上好！"), ("吃了吗", "吃过了。")]
+
+
+def test_lccc_variants_are_read():
+    s = load_task(MEAN / "lccc_split.json")                       # {"train": [...], "valid": [...], "test": [...]}
+    assert (s.fmt, s.samples) == ("lccc", [("你好呀", "你好"), ("吃了吗", "吃了")])
+    assert "read the 'train' list; ignored valid, test" in s.notes
+    d = load_task(MEAN / "lccc_dialog.jsonl")                     # {"dialog": [...]}, with and without spaces
+    assert d.samples == [("火锅我在重庆吃了七八顿", "哈哈！那我的嘴巴要烂掉"), ("今天天气不错", "是啊，适合出去玩")]
+
+
+def test_cmrc_flat_rows_are_read():
+    c = load_task(MEAN / "cmrc_rows.jsonl")
+    assert (c.fmt, c.samples[0][1]) == ("qa", "紫禁城") and c.samples[0][0].endswith("\n故宫旧称什么？")
+
+
+@pytest.mark.parametrize("name", ["unknown_shape.jsonl", "numbers.json"])
+def test_unknown_record_shapes_are_rejected_naming_the_shapes_expected(name):
+    with pytest.raises(CorpusError) as e:
+        load_task(MEAN / name)
+    msg = str(e.value)
+    assert f"{name}: no usable samples (format not recognised" in msg and "unrecognised record of type" in msg
+    assert "expected records of one of these shapes" in msg and '{"instruction", "input"?, "output"} (Belle)' in msg
+    assert "format lccc" not in msg                                # a list of numbers is not guessed to be LCCC
+
+
+def test_json_object_without_a_known_list_is_rejected_naming_the_shape():
+    with pytest.raises(CorpusError, match=r"object_rows\.json: a JSON object without a 'data' list \(keys: version, rows\); "
+                                          r"expected a SQuAD/CMRC2018 object .* or an LCCC split"):
+        load_task(MEAN / "object_rows.json")
+
+
+def test_first_record_decides_and_later_other_shapes_are_named(tmp_path):
+    p = tmp_path / "mixed.jsonl"
+    p.write_text('{"instruction": "问", "output": "答"}\n{"text": "一段文字"}\n', encoding="utf-8")
+    c = load_task(p)                                              # Belle; the text record is not silently read as Belle
+    assert c.samples == [("问", "答")] and c.problems == ["line 2: missing field 'instruction' and 'output'"]
