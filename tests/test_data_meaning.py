@@ -170,3 +170,34 @@ def test_first_record_decides_and_later_other_shapes_are_named(tmp_path):
     p.write_text('{"instruction": "问", "output": "答"}\n{"text": "一段文字"}\n', encoding="utf-8")
     c = load_task(p)                                              # Belle; the text record is not silently read as Belle
     assert c.samples == [("问", "答")] and c.problems == ["line 2: missing field 'instruction' and 'output'"]
+
+
+# ---------------------------------------------------------------- removing the spaces of a space-tokenized corpus
+
+@pytest.mark.parametrize("tokenized, text", [
+    ("你 好 ， 很 高兴 认识 你", "你好，很高兴认识你"),                   # CJK: no space
+    ("2 0", "20"), ("C P U", "CPU"), ("2 0 1 8 年", "2018年"),            # digits and single letters join
+    ("Star  Wars", "Star Wars"), ("I love you", "I love you"),            # Latin words keep one space
+    ("听说 那部 Star Wars 很 好看 ！", "听说那部 Star Wars 很好看！"),
+    ("ＤＡＸ ３０", "ＤＡＸ３０"), ("王× ， 原是", "王×，原是"),              # full-width forms are CJK; × is no letter
+])
+def test_untokenize_rule(tokenized, text):
+    from mint.text import untokenize
+    assert untokenize(tokenized) == text
+
+
+def test_lccc_digits_and_single_letters_restored():
+    c = load_task(MEAN / "lccc_tokens.json")
+    assert c.samples == [("我的CPU是2018年买的", "那台 iPhone 6呢？还是 Windows 电脑？"),
+                         ("那台 iPhone 6呢？还是 Windows 电脑？", "都是A股上市公司的产品，涨了3.5%")]
+
+
+def test_peoples_daily_same_rule_and_text_unchanged(tmp_path):
+    p = tmp_path / "pd.txt"
+    p.write_text("在/p  Windows/nx  ９５/m  和/c  C/nx  P/nx  U/nx  上/f  ２/m  ０/m\n", encoding="utf-8")
+    assert D.load_peoples_daily(path=p) == ["在 Windows ９５和CPU上２０"]
+    # the 1998 text has no Latin word (its digits and letters are full-width), so the rule gives the old all-joined text
+    raw = D.peoples_daily_path().read_text(encoding="utf-8-sig").splitlines()
+    old = [s for s in ("".join(t.rpartition("/")[0] if "/" in t and t.rpartition("/")[0] else t for t in line.split())
+                       for line in raw) if s]
+    assert D.load_peoples_daily() == old
