@@ -201,3 +201,40 @@ def test_peoples_daily_same_rule_and_text_unchanged(tmp_path):
     old = [s for s in ("".join(t.rpartition("/")[0] if "/" in t and t.rpartition("/")[0] else t for t in line.split())
                        for line in raw) if s]
     assert D.load_peoples_daily() == old
+
+
+# ---------------------------------------------------------------- whitespace that carries structure
+
+def test_whitespace_survives_encode_decode():
+    from mint.vocab import Vocab, UNK
+    c = load_task(MEAN / "whitespace.jsonl")
+    texts = [p + r for p, r in c.samples]
+    v = Vocab.build(texts)                                          # min_count 2: the whitespace tokens are frequent
+    assert {"\n", "\t", "\u3000", " "} <= set(v.chars)
+    ws = [ch for t in texts for ch in t if ch.isspace()]
+    assert not (v.encode("".join(ws)) == UNK).any()                 # no whitespace character becomes <unk>
+    v = Vocab.build(texts, min_count=1)                             # every character: the round trip is exact
+    for t in texts:
+        ids = v.encode(t)
+        assert not (ids == UNK).any(), t
+        back = v.decode(ids)
+        assert back == t.replace("\xa0", " ").replace("\u2003", " ").replace("\u2028", "\n")   # the documented mapping only
+
+
+def test_whitespace_the_vocabulary_lacks_becomes_a_space_not_unk():
+    from mint.vocab import Vocab, UNK
+    v = Vocab(list("北京 "))
+    assert v.decode(v.encode("北\t京\n北\u3000京\xa0北")) == "北 京 北 京 北"
+    assert Vocab(list("北京")).encode("北\n京").tolist() == [6, UNK, 7]          # no space at all: <unk>, and counted
+    assert Vocab(list("北京")).count_unknown("北\n京") == 1
+
+
+def test_old_vocabulary_dicts_still_load():
+    from mint.vocab import Vocab, SPECIAL_TOKENS, PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
+    assert (PAD, UNK, BOS, EOS, HUMAN, ASSISTANT) == tuple(range(6))
+    old = {"format": "mint-vocab", "version": 1, "min_count": 2,
+           "token_to_id": {**{t: i for i, t in enumerate(SPECIAL_TOKENS)}, " ": 6, "中": 7, "文": 8}}
+    v = Vocab.from_dict(old)
+    assert v.to_dict() == old and v.encode("中 文").tolist() == [7, 6, 8]
+    new = Vocab.build(["一\n二\t三\u3000四"] * 2)
+    assert Vocab.from_dict(new.to_dict()) == new and "\n" in new.to_dict()["token_to_id"]
