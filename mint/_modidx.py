@@ -80,6 +80,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                            'mint.data.encode_chat': ('data.html#encode_chat', 'mint/data.py'),
                            'mint.data.encode_chat_pairs': ('data.html#encode_chat_pairs', 'mint/data.py'),
                            'mint.data.encode_corpus': ('data.html#encode_corpus', 'mint/data.py'),
+                           'mint.data.fit_chat': ('data.html#fit_chat', 'mint/data.py'),
                            'mint.data.lm_batches': ('data.html#lm_batches', 'mint/data.py'),
                            'mint.data.lm_eval_batches': ('data.html#lm_eval_batches', 'mint/data.py'),
                            'mint.data.load_chat_yaml': ('data.html#load_chat_yaml', 'mint/data.py'),

@@ -19,7 +19,7 @@ from .text import INVALID, drop_invalid, join_tokens
 # %% auto #0
 __all__ = ['package_dir', 'strip_pos_tags', 'peoples_daily_path', 'load_peoples_daily', 'load_chat_yaml',
            'load_chatterbot_chinese', 'split_tail', 'Batch', 'encode_corpus', 'unigram_entropy', 'lm_batches',
-           'lm_eval_batches', 'encode_chat', 'encode_chat_pairs', 'chat_batches', 'chat_eval_batches']
+           'lm_eval_batches', 'encode_chat', 'fit_chat', 'encode_chat_pairs', 'chat_batches', 'chat_eval_batches']
 
 # %% ../nbs/02_data.ipynb #debbc71c
 def package_dir(name: str) -> Path:
@@ -224,10 +224,23 @@ def encode_chat(prompt: str, reply: str, vocab: Vocab) -> tuple[np.ndarray, np.n
     return ids, mask
 
 # %% ../nbs/02_data.ipynb #939901d5
-def encode_chat_pairs(pairs, vocab: Vocab) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    "Per pair `(input_ids, targets, loss_mask)` = `(ids[:-1], ids[1:], mask[1:])` of `encode_chat`; `ValueError` naming the bad pair."
+def fit_chat(ids: np.ndarray, mask: np.ndarray, seq_len: int) -> tuple[np.ndarray, np.ndarray] | None:
+    "`encode_chat`'s `(ids, mask)` fitted to `seq_len` inputs: as is if it fits, else the prompt trimmed from the left (markers kept); None if the reply alone does not fit."
+    if ids.size - 1 <= seq_len: return ids, mask
+    n_reply = int(mask.sum())                                   # reply tokens and <eos>
+    room = seq_len + 1 - 3 - n_reply                            # prompt tokens that fit beside <bos><human>…<assistant>
+    if room < 0: return None
+    end = ids.size - n_reply - 1                                # position of <assistant>
+    out = np.concatenate([ids[:2], ids[end - room:end], ids[end:]]).astype(np.int32)
+    return out, np.concatenate([np.zeros(3 + room, np.float32), np.ones(n_reply, np.float32)])
+
+# %% ../nbs/02_data.ipynb #4aa06aa0
+def encode_chat_pairs(pairs, vocab: Vocab, seq_len: int | None = None,
+                      dropped: Counter | None = None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    "Per pair `(input_ids, targets, loss_mask)` = `(ids[:-1], ids[1:], mask[1:])` of `encode_chat`, fitted to `seq_len` (`fit_chat`; trims and skips counted in `dropped`); `ValueError` naming the bad pair."
     pairs = list(pairs)
     if not pairs: raise ValueError("chat data: empty corpus (0 prompt/reply pairs)")
+    dropped = Counter() if dropped is None else dropped
     out, n_known = [], 0
     for i, pr in enumerate(pairs):
         if not (isinstance(pr, (tuple, list)) and len(pr) == 2):
@@ -235,10 +248,18 @@ def encode_chat_pairs(pairs, vocab: Vocab) -> list[tuple[np.ndarray, np.ndarray,
         try: ids, mask = encode_chat(pr[0], pr[1], vocab)
         except (TypeError, ValueError) as e: raise ValueError(f"chat data: pair {i}: {e}") from None
         n_known += int((ids > ASSISTANT).sum())
+        if seq_len is not None:
+            fitted = fit_chat(ids, mask, seq_len)
+            if fitted is None: dropped[f"samples whose reply does not fit in {seq_len} tokens"] += 1; continue
+            if fitted[0].size < ids.size: dropped[f"prompts trimmed from the left to fit {seq_len} tokens"] += 1
+            ids, mask = fitted
         out.append((ids[:-1], ids[1:], mask[1:]))
     if n_known == 0:
         raise ValueError(f"chat data: none of the characters of the {len(pairs)} pairs (pair 0: {pairs[0]!r:.40}) "
                          f"is in the vocabulary of {len(vocab)} tokens: was it built from another corpus?")
+    if not out:
+        raise ValueError(f"chat data: none of the {len(pairs)} pairs fits in seq_len={seq_len} even with its prompt "
+                         f"removed (their replies are longer): use a longer --seq-len or shorter samples")
     return out
 
 def _chat_batches(encoded, order, batch_size: int, seq_len: int, pack: bool) -> Iterator[Batch]:
@@ -251,7 +272,7 @@ def _chat_batches(encoded, order, batch_size: int, seq_len: int, pack: bool) -> 
                 pending = next(order, None)
                 if pending is None: done = True; break
             inp, tgt, m = encoded[pending]
-            L = min(len(inp), seq_len)
+            L = len(inp)                                                  # <= seq_len: fitted by encode_chat_pairs
             if o > 0 and (not pack or o + L > seq_len):                  # row taken/full: next row
                 r, o, s = r + 1, 0, 0
                 if r == batch_size: break
@@ -260,15 +281,18 @@ def _chat_batches(encoded, order, batch_size: int, seq_len: int, pack: bool) -> 
             o, s, pending = o + L, s + 1, None
         if r > 0 or o > 0: yield b
 
-def chat_batches(pairs, vocab: Vocab, batch_size: int, seq_len: int, rng, pack: bool = False) -> Iterator[Batch]:
-    "Infinite `Batch`es of (prompt, reply) `pairs`, a new random order per epoch; padded (seg None) or `pack`ed (seg 1.., pos per sample)."
+def chat_batches(pairs, vocab: Vocab, batch_size: int, seq_len: int, rng, pack: bool = False,
+                 dropped: Counter | None = None) -> Iterator[Batch]:
+    "Infinite `Batch`es of (prompt, reply) `pairs` fitted to `seq_len` (`fit_chat`; counted in `dropped`), a new random order per epoch; padded (seg None) or `pack`ed (seg 1.., pos per sample)."
     _check_shape_args("chat_batches", batch_size, seq_len)
-    encoded, rng = encode_chat_pairs(pairs, vocab), _as_rng(rng)
+    encoded, rng = encode_chat_pairs(pairs, vocab, seq_len, dropped), _as_rng(rng)
     def epochs():
         while True: yield from rng.permutation(len(encoded)).tolist()
     return _chat_batches(encoded, epochs(), batch_size, seq_len, pack)
 
-def chat_eval_batches(pairs, vocab: Vocab, batch_size: int, seq_len: int, pack: bool = False) -> Iterator[Batch]:
-    "Deterministic `Batch`es of `pairs` in order, each once; the last batch is filled up with all-padding rows."
+def chat_eval_batches(pairs, vocab: Vocab, batch_size: int, seq_len: int, pack: bool = False,
+                      dropped: Counter | None = None) -> Iterator[Batch]:
+    "Deterministic `Batch`es of `pairs` (fitted to `seq_len`, counted in `dropped`) in order, each once; the last batch is filled up with all-padding rows."
     _check_shape_args("chat_eval_batches", batch_size, seq_len)
-    return _chat_batches(encode_chat_pairs(pairs, vocab), range(len(pairs)), batch_size, seq_len, pack)
+    encoded = encode_chat_pairs(pairs, vocab, seq_len, dropped)
+    return _chat_batches(encoded, range(len(encoded)), batch_size, seq_len, pack)

@@ -5,6 +5,7 @@ Fixtures: data/fixtures/formats/meaning/ (written by data/fixtures/formats/make_
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mint.text import INVALID, CorpusError, drop_invalid
@@ -238,3 +239,48 @@ def test_old_vocabulary_dicts_still_load():
     assert v.to_dict() == old and v.encode("中 文").tolist() == [7, 6, 8]
     new = Vocab.build(["一\n二\t三\u3000四"] * 2)
     assert Vocab.from_dict(new.to_dict()) == new and "\n" in new.to_dict()["token_to_id"]
+
+
+# ---------------------------------------------------------------- chat/QA samples longer than the window
+
+def _rows(batches):
+    "(batch, row, columns) of every sample in the batches (a padded row, or a packed segment); filler rows skipped."
+    for b in batches:
+        for r in range(b.shape[0]):
+            if b.seg is None:
+                if (b.input_ids[r] != 0).any(): yield b, r, b.input_ids[r] != 0
+            else:
+                for sid in range(1, int(b.seg[r].max()) + 1): yield b, r, b.seg[r] == sid
+
+
+@pytest.mark.parametrize("pack", [False, True])
+def test_long_samples_keep_their_reply_and_never_train_on_nothing(pack):
+    from mint.vocab import Vocab, BOS, HUMAN, ASSISTANT, EOS
+    qa = load_task(FIX / "cmrc2018" / "train.json").samples            # contexts of ~50 characters
+    long_reply = ("写一篇长文。", "很长的回答。" * 10)                     # a reply of 60 characters
+    pairs = qa + [long_reply]
+    v = Vocab.build([p + r for p, r in pairs], min_count=1)
+    T = 32
+    d = Counter()
+    ev = list(D.chat_eval_batches(pairs, v, 2, T, pack=pack, dropped=d))
+    assert d == {f"prompts trimmed from the left to fit {T} tokens": 3, f"samples whose reply does not fit in {T} tokens": 1}
+    seen = []
+    for b, r, cols in _rows(ev):
+        ids, tgt, m = b.input_ids[r, cols], b.targets[r, cols], b.loss_mask[r, cols]
+        assert m.sum() > 0                                             # no sample trains on 0 target tokens
+        assert ids[:2].tolist() == [BOS, HUMAN] and ASSISTANT in ids.tolist() and tgt[m > 0][-1] == EOS
+        seen.append(v.decode(tgt[m > 0]))
+    assert seen == [a for _, a in qa]                                  # each reply whole, in order; the long one skipped
+    q = ev[0].input_ids[0]
+    assert v.decode(q[:list(q).index(ASSISTANT)]).endswith("长城是为了抵御谁而修筑的？")   # the question survives the trim
+    tb = D.chat_batches(pairs, v, 2, T, rng=0, pack=pack)
+    for _ in range(4):
+        b = next(tb)
+        assert all(b.loss_mask[r][cols].sum() > 0 for _, r, cols in _rows([b]))
+
+
+def test_all_replies_longer_than_the_window_is_an_error():
+    from mint.vocab import Vocab
+    v = Vocab(list("问答"))
+    with pytest.raises(ValueError, match=r"none of the 1 pairs fits in seq_len=8 even with its prompt removed"):
+        D.chat_eval_batches([("问", "答" * 10)], v, 2, 8)
