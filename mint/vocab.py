@@ -10,17 +10,21 @@ import unicodedata
 import numpy as np
 
 # %% auto #0
-__all__ = ['PAD', 'UNK', 'BOS', 'EOS', 'HUMAN', 'ASSISTANT', 'SPECIAL_TOKENS', 'is_vocab_char', 'codepoints', 'Vocab',
-           'char_counts']
+__all__ = ['PAD', 'UNK', 'BOS', 'EOS', 'HUMAN', 'ASSISTANT', 'SPECIAL_TOKENS', 'WHITESPACE_TOKENS', 'SPACE_ALIASES',
+           'is_vocab_char', 'codepoints', 'Vocab', 'char_counts']
 
 # %% ../nbs/01_vocab.ipynb #ef2c9898
 PAD, UNK, BOS, EOS, HUMAN, ASSISTANT = 0, 1, 2, 3, 4, 5
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<bos>", "<eos>", "<human>", "<assistant>")  # index = id
 
 # %% ../nbs/01_vocab.ipynb #9bc8530a
+WHITESPACE_TOKENS = (" ", "\n", "\t", "\u3000")      # the whitespace characters that may be vocabulary entries
+SPACE_ALIASES = {**{ch: " " for ch in "\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f"},
+                 **{ch: "\n" for ch in "\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\u2028\u2029"}}
+
 def is_vocab_char(ch: str) -> bool:
-    "True if the single character `ch` may be a vocabulary entry: the plain space, or not whitespace and not control/format/surrogate (Cc, Cf, Cs)."
-    return ch == " " or (len(ch) == 1 and not ch.isspace() and unicodedata.category(ch) not in ("Cc", "Cf", "Cs"))
+    "True if the single character `ch` may be a vocabulary entry: one of `WHITESPACE_TOKENS`, or not whitespace and not control/format/surrogate (Cc, Cf, Cs)."
+    return ch in WHITESPACE_TOKENS or (len(ch) == 1 and not ch.isspace() and unicodedata.category(ch) not in ("Cc", "Cf", "Cs"))
 
 # %% ../nbs/01_vocab.ipynb #72959367
 def codepoints(text: str) -> np.ndarray:
@@ -35,7 +39,7 @@ class Vocab:
         chars = list(chars)
         for i, ch in enumerate(chars):
             if not isinstance(ch, str) or not is_vocab_char(ch):
-                raise ValueError(f"Vocab: entry {i} ({ch!r}) is not a single printable non-space character")
+                raise ValueError(f"Vocab: entry {i} ({ch!r}) is not a single printable character or one of {WHITESPACE_TOKENS}")
         if len(set(chars)) != len(chars):
             dup = sorted({c for c in chars if chars.count(c) > 1})
             raise ValueError(f"Vocab: duplicate characters {dup[:10]}")
@@ -43,8 +47,12 @@ class Vocab:
         self.itos = list(SPECIAL_TOKENS) + chars                    # id -> token
         self.stoi = {t: i for i, t in enumerate(self.itos)}         # token -> id
         cps = np.array([ord(c) for c in chars], dtype=np.int64)
-        self._lut = np.full((cps.max() + 2) if len(cps) else 1, UNK, dtype=np.int32)
+        self._lut = np.full(max(cps.max() if len(cps) else 0, 0x3000) + 2, UNK, dtype=np.int32)   # last slot: UNK
         self._lut[cps] = np.arange(len(SPECIAL_TOKENS), len(self.itos), dtype=np.int32)
+        for ch in (*WHITESPACE_TOKENS, *SPACE_ALIASES):                  # whitespace the vocabulary lacks: see above
+            if ch not in self.stoi:
+                target = next((t for t in (SPACE_ALIASES.get(ch, ch), " ") if t in self.stoi), None)
+                if target is not None: self._lut[ord(ch)] = self.stoi[target]
 
     def __len__(self) -> int: return len(self.itos)
     @property
@@ -55,7 +63,7 @@ class Vocab:
     def __eq__(self, other) -> bool: return isinstance(other, Vocab) and self.itos == other.itos
 
     def encode(self, text: str) -> np.ndarray:
-        "`int32[len(text)]` ids of the characters of `text`; characters not in the vocabulary give `UNK`."
+        "`int32[len(text)]` ids of the characters of `text`; whitespace mapped as above; characters not in the vocabulary give `UNK`."
         cp = codepoints(text)
         return self._lut[np.minimum(cp, len(self._lut) - 1)]
 
@@ -100,8 +108,12 @@ def _build(cls, texts, min_count: int = 2) -> Vocab:
         raise ValueError(f"Vocab.build: min_count must be an integer >= 1, got {min_count!r}")
     counts = char_counts(texts)
     if not counts: raise ValueError("Vocab.build: the corpus is empty (no characters at all)")
-    chars = [c for c, n in counts.items() if n >= min_count and is_vocab_char(c)]  # dict is in code-point order
-    if not [c for c in chars if c != " "]:
+    merged = {}
+    for c, n in counts.items():                                     # whitespace variants count for their token
+        c = SPACE_ALIASES.get(c, c)
+        merged[c] = merged.get(c, 0) + n
+    chars = sorted((c for c, n in merged.items() if n >= min_count and is_vocab_char(c)), key=ord)
+    if not [c for c in chars if not c.isspace()]:
         raise ValueError(f"Vocab.build: no character occurs >= {min_count} times among the "
                          f"{sum(counts.values())} characters of the corpus (excluding whitespace/control)")
     return cls(chars, min_count=int(min_count))

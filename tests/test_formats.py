@@ -1,13 +1,15 @@
-"""Corpus readers (mint.formats, nbs/03_formats.ipynb): formats, bad records, errors, discovery, streaming, wiki cache."""
+"""Corpus readers (mint.text, mint.records, mint.wiki, mint.formats; nbs/02a-02d): formats, bad records, errors, discovery,
+streaming, wiki cache."""
 import bz2, importlib.util, json, os, re, time
 from pathlib import Path
 
 import pytest
 
-import mint.formats as F
-from mint.formats import (BELLE_PATHS, CHUNK_SIZE, Corpus, CorpusError, CorpusNotFound, JsonStream, TextStream,
-                          clean_wikitext, find_data, load_file, load_task, task_patterns, wiki_cache_path,
-                          wiki_paragraphs)
+import mint.wiki as W
+from mint.text import CHUNK_SIZE, CorpusError, TextStream
+from mint.records import MAX_PROBLEMS, Corpus, JsonStream
+from mint.wiki import clean_wikitext, wiki_cache_path, wiki_paragraphs
+from mint.formats import BELLE_PATHS, CorpusNotFound, find_data, load_file, load_task, task_patterns
 
 FIX = Path(__file__).resolve().parent.parent / "data" / "fixtures" / "formats"
 BELLE0 = ("把下面的句子翻译成英文。\n今天天气很好。", "The weather is nice today.")
@@ -66,7 +68,7 @@ def test_summary_counts_more_problems_than_it_lists(tmp_path):
     f = tmp_path / "many_bad.jsonl"
     f.write_text("\n".join(['{"text": "好的一行"}'] + ["{bad"] * 9), encoding="utf-8")
     c = load_task(f)
-    assert (len(c), c.skipped, len(c.problems)) == (1, 9, F.MAX_PROBLEMS)
+    assert (len(c), c.skipped, len(c.problems)) == (1, 9, MAX_PROBLEMS)
     assert "… and 4 more skipped" in c.summary()
 
 
@@ -355,7 +357,7 @@ def test_wiki_cache_is_written_once_and_reused(tmp_path, monkeypatch):
     assert sorted(p.name for p in cache_dir.iterdir()) == [cache.name]        # no temp file left
     # second load: the dump is not parsed again (the parser is replaced by one that fails)
     with monkeypatch.context() as m:
-        m.setattr(F, "iter_wiki_pages", lambda path: pytest.fail("the dump was parsed again"))
+        m.setattr(W, "iter_wiki_pages", lambda path: pytest.fail("the dump was parsed again"))
         second = load_task(dump, cache_dir=cache_dir)
         assert second.samples == first.samples and second.notes[0] == f"read cache {cache}"
         capped = load_task(dump, cache_dir=cache_dir, max_samples=2)
@@ -417,3 +419,55 @@ def test_wiki_paragraphs_split_and_filter():
     t = "第一段足够长的正文内容，有二十多个汉字在这里。\n\n短段。\n\n第二段也足够长，同样有二十多个汉字在这里写着。"
     assert wiki_paragraphs(t) == ["第一段足够长的正文内容，有二十多个汉字在这里。", "第二段也足够长，同样有二十多个汉字在这里写着。"]
     assert wiki_paragraphs("#REDIRECT [[别处]]", min_chars=1) == []
+
+
+# ---------------------------------------------------------------- what the libraries alone would get wrong (and we fix)
+
+def test_ijson_alone_lacks_positions_floats_and_surrogates(tmp_path):
+    """ijson gives no line/column, Decimal numbers, and mangles escaped lone surrogates; JsonStream fixes all three."""
+    import io, ijson
+    from decimal import Decimal
+    doc = '[\n {"a": 1},\n {"a" 2}\n]'
+    with pytest.raises(ijson.JSONError) as e:
+        list(ijson.items(io.BytesIO(doc.encode()), "item"))
+    assert "line" not in str(e.value)                                   # no position from ijson itself
+    p = tmp_path / "b.json"; p.write_text(doc, encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"b\.json: invalid JSON at line 3, column 7: Expecting ':' delimiter"):
+        list(JsonStream(TextStream(p)).items())
+    assert list(ijson.items(io.BytesIO(b"[1.5]"), "item")) == [Decimal("1.5")]
+    q = tmp_path / "f.json"; q.write_text("[1.5]", encoding="utf-8")
+    assert [v for _, _, v in JsonStream(TextStream(q)).items()] == [1.5]
+    assert list(ijson.items(io.BytesIO(b'["\\ud800x"]'), "item")) == ["?x"]          # a silent '?' ...
+    with pytest.raises(UnicodeDecodeError):
+        list(ijson.items(io.BytesIO(b'["\\udc00"]'), "item"))                          # ... or a crash
+    s = tmp_path / "s.json"; s.write_text('["\\ud800x", "\\udc00", "\\ud83d\\ude00", "\\\\ud800"]', encoding="utf-8")
+    assert [v for _, _, v in JsonStream(TextStream(s, chunk_size=3)).items()] == ["\uffffx", "\uffff", "\U0001F600", "\\ud800"]
+
+
+def test_json_stream_line_of_each_item_and_oversize(tmp_path, monkeypatch):
+    import mint.records as R
+    p = tmp_path / "a.json"
+    p.write_text('[{"a": 1}, {"a": 2},\n\n  {"a":\n 3}, "x"]', encoding="utf-8")
+    assert [(i, line) for i, line, _ in JsonStream(TextStream(p, chunk_size=4)).items()] == [(0, 1), (1, 1), (2, 3), (3, 4)]
+    monkeypatch.setattr(R, "MAX_RECORD_CHARS", 10)
+    q = tmp_path / "big.json"; q.write_text('[\n{"a": "' + "长" * 50 + '"\n}]', encoding="utf-8")
+    (i, line, v), = JsonStream(TextStream(q, chunk_size=8)).items()          # not kept: skipped as over-long
+    assert (i, line, type(v).__name__, v.kind) == (0, 2, "BadRecord", "over-long")
+
+
+def test_mwparserfromhell_strip_code_alone_keeps_what_we_drop():
+    import mwparserfromhell
+    cases = {"正文<ref>引用</ref>。": "正文。", "== 标题 ==\n正文": "\n正文", "[[File:A.jpg|thumb|说明]]正文": "正文",
+             "[[Category:首都]]正文": "正文", "甲<br/>乙": "甲\n乙", "-{zh-hans:长城;zh-hant:長城}-": "长城",
+             "前{| class=\"t\"\n| 格\n|}后": "前后", "__TOC__正文": "正文"}
+    for markup, ours in cases.items():
+        assert mwparserfromhell.parse(markup).strip_code() != ours, markup
+        assert clean_wikitext(markup) == ours, markup
+
+
+def test_wiki_cache_with_worker_processes_is_identical(tmp_path):
+    dump = FIX / "zhwiki" / "zhwiki-20240101-pages-articles.xml.bz2"
+    (n1, d1), (n2, d2) = (W.build_wiki_cache(dump, tmp_path / "one.jsonl", workers=1),
+                          W.build_wiki_cache(dump, tmp_path / "two.jsonl", workers=2))
+    assert n1 == n2 == len(EXPECTED_WIKI) and d1 == d2
+    assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
