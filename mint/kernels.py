@@ -11,7 +11,7 @@ from .core import on_device, simulator_enabled, cdiv
 
 # %% auto #0
 __all__ = ['THREADS', 'MAX_BLOCKS', 'grid1d', 'grid2d', 'check_args', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel',
-           'swap01_kernel', 'copy', 'add', 'swap01']
+           'swap01_kernel', 'copy', 'add', 'swap01', 'block_sum', 'block_max', 'block_sum_y', 'reduction_block']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
 THREADS = 32 if simulator_enabled() else 256       # threads per block of 1-D (grid-stride) launches
@@ -187,3 +187,47 @@ def swap01(src, dst):
         if src.size: swap01_kernel[grid1d(src.size)](src, dst)
     else: np.copyto(dst, src.transpose(1, 0, 2))
     return dst
+
+# %% ../nbs/03_kernels.ipynb #6fc7797e
+@cuda.jit(device=True)
+def _tree(buf, value, lane, n, step, base, is_max):
+    "Tree-reduce `value` of n lanes (n a power of two) in shared `buf` slots base + lane·step; every lane gets the result; ends with a barrier."
+    slot = base + lane * step
+    buf[slot] = value
+    cuda.syncthreads()                     # (1) every partial written before round one reads its partner's
+    s = n // 2
+    while s > 0:
+        if lane < s:
+            other = buf[slot + s * step]
+            if is_max:
+                if other > buf[slot]:
+                    buf[slot] = other
+            else:
+                buf[slot] += other
+        cuda.syncthreads()                 # (2) this round done before the next one (or the result) is read
+        s //= 2
+    result = buf[base]
+    cuda.syncthreads()                     # (3) everyone has read the result before anyone writes buf again
+    return result
+
+@cuda.jit(device=True)
+def block_sum(buf, value):
+    "Sum of `value` over the threads of a 1-D block, returned to every thread; `buf`: shared, >= blockDim.x (a power of two) slots; reusable on return."
+    return _tree(buf, value, cuda.threadIdx.x, cuda.blockDim.x, 1, 0, False)
+
+@cuda.jit(device=True)
+def block_max(buf, value):
+    "Max of `value` over the threads of a 1-D block, returned to every thread; `buf`: shared, >= blockDim.x (a power of two) slots; reusable on return."
+    return _tree(buf, value, cuda.threadIdx.x, cuda.blockDim.x, 1, 0, True)
+
+@cuda.jit(device=True)
+def block_sum_y(buf, value):
+    "Sum of `value` over threadIdx.y for each threadIdx.x of a 2-D block (blockDim.y a power of two), returned to that column's threads; `buf`: shared, >= blockDim.x·blockDim.y slots."
+    return _tree(buf, value, cuda.threadIdx.y, cuda.blockDim.y, cuda.blockDim.x, cuda.threadIdx.x, False)
+
+def reduction_block(fn: str, threads: int | None = None, default: int = THREADS, limit: int = 1024) -> int:
+    "Threads per block for a kernel that calls block_sum/block_max: `threads` or `default`; ValueError naming `fn` unless a power of two in [1, limit] (`limit`: the kernel's shared buffer length)."
+    t = default if threads is None else int(threads)
+    if t < 1 or t > limit or t & (t - 1):
+        raise ValueError(f"{fn}: threads per block must be a power of two in [1, {limit}], got {threads}")
+    return t
