@@ -60,9 +60,24 @@ def _type_name(t) -> str:
     if isinstance(t, tuple): return " or ".join(_type_name(x) for x in t)
     return {np.floating: "float", np.integer: "integer"}.get(t, None) or np.dtype(t).name
 
-def _shape_name(shape) -> str:
+def _shape_name(shape, dims: dict) -> str:
     if all(s is None for s in shape): return f"{len(shape)}-D"
-    return "of shape (" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+    names = ["*" if s is None else str(dims.get(s, s)) for s in shape]
+    return "of shape (" + ", ".join(names) + ("," if len(shape) == 1 else "") + ")"
+
+def _shape_ok(shape, got: tuple, dims: dict) -> bool:
+    "Does `got` match `shape` (ints exact, None any, names equal to their bound length)? Binds new names in `dims` if so."
+    if len(got) != len(shape): return False
+    new = dict(dims)
+    for s, n in zip(shape, got):
+        if isinstance(s, str): s = new.setdefault(s, n)
+        if s is not None and s != n: return False
+    dims.update(new)
+    return True
+
+def _dtypes(dtype, dev: bool) -> tuple:
+    ts = dtype if isinstance(dtype, tuple) else (dtype,)
+    return tuple(np.float32 if dev and t is np.floating else t for t in ts)
 
 def check_args(fn: str, /, outs: tuple = (), inplace: bool = False, **args) -> bool:
     "Check a launcher's arrays, each `name=array` or `name=(array, shape, dtype)`; True for the device path. ValueError naming `fn` and the argument on: a mix of NumPy and device arrays, a wrong dtype or shape, an output in `outs` overlapping another argument (with `inplace`, an output may be exactly an input)."
@@ -71,17 +86,15 @@ def check_args(fn: str, /, outs: tuple = (), inplace: bool = False, **args) -> b
     if not spec: return False
     first = next(iter(spec))
     dev = on_device(spec[first][0])
+    dims = {}                                            # named lengths ("N", "d", ...), bound by first use
     for k, (a, shape, dtype) in spec.items():
         if on_device(a) != dev:
             raise ValueError(f"{fn}: {k} is a {_side(a)} array but {first} is a {_side(spec[first][0])} array: "
                              "pass all NumPy or all device arrays")
-        if dtype is not None and dev:
-            dtype = tuple(np.float32 if t is np.floating else t for t in (dtype if isinstance(dtype, tuple) else (dtype,)))
-        ok_dtype = dtype is None or any(np.issubdtype(np.dtype(a.dtype), t) for t in (dtype if isinstance(dtype, tuple) else (dtype,)))
-        ok_shape = shape is None or (len(a.shape) == len(shape) and all(s is None or s == n for s, n in zip(shape, a.shape)))
-        if not (ok_dtype and ok_shape):
-            want = " ".join(w for w in ((_type_name(dtype) if dtype is not None else ""),
-                                        (_shape_name(shape) if shape is not None else "")) if w)
+        ok_dtype = dtype is None or any(np.issubdtype(np.dtype(a.dtype), t) for t in _dtypes(dtype, dev))
+        if not (ok_dtype and (shape is None or _shape_ok(shape, tuple(a.shape), dims))):
+            want = " ".join(w for w in ((_type_name(_dtypes(dtype, dev)) if dtype is not None else ""),
+                                        (_shape_name(shape, dims) if shape is not None else "")) if w)
             raise ValueError(f"{fn}: {k} must be {want}, got {np.dtype(a.dtype).name} {tuple(a.shape)}")
     for o in outs:
         if o not in spec: continue
