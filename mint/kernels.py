@@ -4,7 +4,7 @@
 
 # %% ../nbs/03_kernels.ipynb #8fe39b61
 from __future__ import annotations
-import math
+import functools, math
 import numpy as np
 from numba import cuda, float32
 from .core import on_device, simulator_enabled, cdiv
@@ -40,21 +40,25 @@ def grid2d(nx: int, ny: int, nz: int = 1, block: tuple[int, int] | None = None) 
 def _side(a) -> str: return "device" if on_device(a) else "NumPy"
 
 class _Layout:
-    "An object NumPy can view: the address, shape and strides of an array, never dereferenced."
+    "Where an array's elements lie: address, shape, strides, and the byte span [lo, hi) they fall in. NumPy can view it (never dereferenced)."
     def __init__(self, a):
         iface = a.__cuda_array_interface__ if hasattr(a, "__cuda_array_interface__") else a.__array_interface__
-        self.__array_interface__ = {"shape": tuple(a.shape), "strides": tuple(a.strides), "version": 3,
-                                    "typestr": np.dtype(a.dtype).str, "data": (iface["data"][0], False)}
+        self.a, self.key = a, (iface["data"][0], tuple(a.shape), tuple(a.strides))
+        self.empty = a.size == 0
+        lo = hi = self.key[0]
+        for n, st in zip(self.key[1], self.key[2]):
+            if st < 0: lo += (n - 1) * st
+            else: hi += (n - 1) * st
+        self.lo, self.hi = lo, hi + a.dtype.itemsize
+    @property
+    def __array_interface__(self):
+        ptr, shape, strides = self.key
+        return {"shape": shape, "strides": strides, "version": 3, "typestr": np.dtype(self.a.dtype).str, "data": (ptr, False)}
 
-def _overlap(a, b) -> bool:
-    "Do NumPy or device arrays `a` and `b` share an element? (Exact: np.shares_memory on their layouts; no data is read.)"
-    if a.size == 0 or b.size == 0: return False
-    return bool(np.shares_memory(np.asarray(_Layout(a)), np.asarray(_Layout(b))))
-
-def _same_view(a, b) -> bool:
-    "Same memory, shape and strides: element i of `a` is element i of `b`."
-    la, lb = _Layout(a).__array_interface__, _Layout(b).__array_interface__
-    return (la["data"], la["shape"], la["strides"]) == (lb["data"], lb["shape"], lb["strides"])
+def _overlap(la: _Layout, lb: _Layout) -> bool:
+    "Do the two arrays share an element? Disjoint byte spans: no; else exact, np.shares_memory on the layouts (no data is read)."
+    if la.empty or lb.empty or la.hi <= lb.lo or lb.hi <= la.lo: return False
+    return la.key == lb.key or bool(np.shares_memory(np.asarray(la), np.asarray(lb)))
 
 def _type_name(t) -> str:
     if isinstance(t, tuple): return " or ".join(_type_name(x) for x in t)
@@ -79,6 +83,10 @@ def _dtypes(dtype, dev: bool) -> tuple:
     ts = dtype if isinstance(dtype, tuple) else (dtype,)
     return tuple(np.float32 if dev and t is np.floating else t for t in ts)
 
+@functools.lru_cache(maxsize=None)
+def _dtype_ok(dt: np.dtype, dtype, dev: bool) -> bool:
+    return any(np.issubdtype(dt, t) for t in _dtypes(dtype, dev))
+
 def check_args(fn: str, /, outs: tuple = (), inplace: bool = False, **args) -> bool:
     "Check a launcher's arrays, each `name=array` or `name=(array, shape, dtype)`; True for the device path. ValueError naming `fn` and the argument on: a mix of NumPy and device arrays, a wrong dtype or shape, an output in `outs` overlapping another argument (with `inplace`, an output may be exactly an input)."
     spec = {k: (v if isinstance(v, tuple) else (v, None, None)) for k, v in args.items()}
@@ -91,16 +99,17 @@ def check_args(fn: str, /, outs: tuple = (), inplace: bool = False, **args) -> b
         if on_device(a) != dev:
             raise ValueError(f"{fn}: {k} is a {_side(a)} array but {first} is a {_side(spec[first][0])} array: "
                              "pass all NumPy or all device arrays")
-        ok_dtype = dtype is None or any(np.issubdtype(np.dtype(a.dtype), t) for t in _dtypes(dtype, dev))
+        ok_dtype = dtype is None or _dtype_ok(np.dtype(a.dtype), dtype, dev)
         if not (ok_dtype and (shape is None or _shape_ok(shape, tuple(a.shape), dims))):
             want = " ".join(w for w in ((_type_name(_dtypes(dtype, dev)) if dtype is not None else ""),
                                         (_shape_name(shape, dims) if shape is not None else "")) if w)
             raise ValueError(f"{fn}: {k} must be {want}, got {np.dtype(a.dtype).name} {tuple(a.shape)}")
+    lay = {k: _Layout(v[0]) for k, v in spec.items()} if any(o in spec for o in outs) else {}
     for o in outs:
         if o not in spec: continue
-        for k, (a, _, _) in spec.items():
-            if k == o or not _overlap(spec[o][0], a): continue
-            if inplace and k not in outs and _same_view(spec[o][0], a): continue
+        for k in spec:
+            if k == o or not _overlap(lay[o], lay[k]): continue
+            if inplace and k not in outs and lay[o].key == lay[k].key: continue
             why = f" without being {k} itself (the one overlap in place allows)" if inplace and k not in outs else ""
             raise ValueError(f"{fn}: {o} overlaps {k}{why}: pass a separate buffer")
     return dev
