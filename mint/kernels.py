@@ -10,8 +10,9 @@ from numba import cuda, float32
 from .core import on_device, simulator_enabled, cdiv
 
 # %% auto #0
-__all__ = ['THREADS', 'MAX_BLOCKS', 'grid1d', 'grid2d', 'check_args', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel',
-           'swap01_kernel', 'copy', 'add', 'swap01', 'block_sum', 'block_max', 'block_sum_y', 'reduction_block']
+__all__ = ['THREADS', 'MAX_BLOCKS', 'grid1d', 'next_pow2', 'grid2d', 'check_args', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel',
+           'add_kernel', 'swap01_kernel', 'copy', 'add', 'swap01', 'block_sum', 'block_max', 'block_sum_y',
+           'reduction_block']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
 THREADS = 32 if simulator_enabled() else 256       # threads per block of 1-D (grid-stride) launches
@@ -24,14 +25,14 @@ def grid1d(n: int, threads: int | None = None, max_blocks: int | None = None) ->
     return max(1, min(cdiv(n, t), MAX_BLOCKS if max_blocks is None else int(max_blocks))), t
 
 # %% ../nbs/03_kernels.ipynb #eddf87fb
-def _pow2(n: int) -> int:
+def next_pow2(n: int) -> int:
     "Smallest power of two >= n (1 for n <= 1)."
     return 1 << max(0, int(n) - 1).bit_length()
 
 def grid2d(nx: int, ny: int, nz: int = 1, block: tuple[int, int] | None = None) -> tuple[tuple, tuple]:
     "`(grid, block)` covering `nx × ny` threads in each of `nz` slices: `block` (bx, by), or x up to 32 and bx·by up to 256. Use as `kernel[grid2d(nx, ny, nz)](...)`."
     if block is None:
-        bx = min(32, _pow2(nx)); by = min(256 // bx, _pow2(ny))
+        bx = min(32, next_pow2(nx)); by = min(256 // bx, next_pow2(ny))
     else: bx, by = (int(b) for b in block)
     if not (bx >= 1 and by >= 1 and bx * by <= 1024): raise ValueError(f"block {block} must have 1 to 1024 threads")
     return (cdiv(nx, bx), cdiv(ny, by), nz), (bx, by)
