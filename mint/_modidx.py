@@ -292,8 +292,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                             'mint.optim._bias_corrections': ('optim.html#_bias_corrections', 'mint/optim.py'),
                             'mint.optim._check_buffers': ('optim.html#_check_buffers', 'mint/optim.py'),
                             'mint.optim._clip_scale': ('optim.html#_clip_scale', 'mint/optim.py'),
-                            'mint.optim._fill_f64_kernel': ('optim.html#_fill_f64_kernel', 'mint/optim.py'),
-                            'mint.optim._grid': ('optim.html#_grid', 'mint/optim.py'),
                             'mint.optim._placeholder': ('optim.html#_placeholder', 'mint/optim.py'),
                             'mint.optim.adam_step': ('optim.html#adam_step', 'mint/optim.py'),
                             'mint.optim.adam_step_kernel': ('optim.html#adam_step_kernel', 'mint/optim.py'),
