@@ -6,14 +6,15 @@
 from __future__ import annotations
 import math
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, njit
 from .core import on_device, simulator_enabled
 from .kernels import check_args, grid2d, next_pow2, block_max, block_sum, reduction_block
 
 # %% auto #0
 __all__ = ['MASK_VALUE', 'MASKED_BELOW', 'QS', 'PS', 'ROW_MAX_THREADS', 'ROW_THREADS', 'attention_mask', 'attention_forward_ref',
-           'attention_backward_ref', 'attn_scores_kernel', 'attn_pv_kernel', 'attn_ptv_kernel', 'attn_softmax_kernel',
-           'attn_dscores_kernel', 'attention_forward', 'attention_backward']
+           'attention_backward_ref', 'attention_forward_cpu', 'attention_backward_cpu', 'attn_scores_kernel',
+           'attn_pv_kernel', 'attn_ptv_kernel', 'attn_softmax_kernel', 'attn_dscores_kernel', 'attention_forward',
+           'attention_backward']
 
 # %% ../nbs/09_attention.ipynb #9465df32
 MASK_VALUE = -1e30        # finite "minus infinity" for masked scores: exp(MASK_VALUE - m) = 0 and MASK_VALUE - MASK_VALUE = 0
@@ -78,6 +79,76 @@ def attention_backward_ref(dout, q, k, v, probs, dq=None, dk=None, dv=None, dsco
     ds *= probs                                                   # dS = P ⊙ (...)
     g = np.matmul(ds, _heads(k), out=_heads(dq)); g *= scale      # dQ = dS K / √hd
     g = np.matmul(ds.swapaxes(-1, -2), _heads(q), out=_heads(dk)); g *= scale   # dK = dSᵀ Q / √hd
+    return dq, dk, dv
+
+# %% ../nbs/09_attention.ipynb #e365d248
+@njit(cache=True)
+def _softmax_shift_cpu(s, seg, use_seg, scale):
+    "In place over s [B,H,T,T] holding Q·Kᵀ: allowed (causal, same segment) entries -> scale·s - row max, others -> -inf."
+    B, H, T, Tk = s.shape
+    for b in range(B):
+        for h in range(H):
+            for t in range(T):
+                st = seg[b, t] if use_seg else 0
+                m = -np.inf
+                for j in range(t + 1):
+                    if not use_seg or (st >= 0 and seg[b, j] == st):
+                        m = max(m, s[b, h, t, j] * scale)
+                for j in range(Tk):
+                    ok = j <= t and m > -np.inf and (not use_seg or seg[b, j] == st)
+                    s[b, h, t, j] = s[b, h, t, j] * scale - m if ok else -np.inf
+
+@njit(cache=True, fastmath={"reassoc"})
+def _softmax_finish_cpu(p):
+    "In place: divide every row of p [B,H,T,T] (holding e^{S-m}, 0 where masked) by its sum; an all-zero row stays 0."
+    B, H, T, Tk = p.shape
+    for b in range(B):
+        for h in range(H):
+            for t in range(T):
+                z = 0.0
+                for j in range(Tk):
+                    z += p[b, h, t, j]
+                if z > 0:
+                    inv = 1.0 / z
+                    for j in range(Tk):
+                        p[b, h, t, j] *= inv
+
+@njit(cache=True, fastmath={"reassoc"})
+def _dscores_cpu(p, ds):
+    "In place: ds (holding dP) <- p ⊙ (dP - rowsum(dP ⊙ p)) row by row; p, ds [B,H,T,T]."
+    B, H, T, Tk = p.shape
+    for b in range(B):
+        for h in range(H):
+            for t in range(T):
+                dot = 0.0
+                for j in range(Tk):
+                    dot += ds[b, h, t, j] * p[b, h, t, j]
+                for j in range(Tk):
+                    ds[b, h, t, j] = p[b, h, t, j] * (ds[b, h, t, j] - dot)
+
+_NO_SEG_CPU = np.zeros((1, 1), np.int32)   # stands in for seg=None (a compiled loop takes an array, not None)
+
+def attention_forward_cpu(q, k, v, seg=None, out=None, probs=None):
+    "attention_forward_ref's result with the softmax in three passes (two compiled loops around NumPy's exp); same arguments and buffers."
+    _check_fwd("attention_forward", q, k, v, seg, out, probs)
+    s = np.matmul(_heads(q), _heads(k).swapaxes(-1, -2), out=probs)             # [B,H,T,T] = Q Kᵀ
+    _softmax_shift_cpu(s, _NO_SEG_CPU if seg is None else seg, seg is not None, 1 / math.sqrt(q.shape[3]))
+    np.exp(s, out=s)
+    _softmax_finish_cpu(s)
+    if out is None: out = np.empty(q.shape, q.dtype)
+    np.matmul(s, _heads(v), out=_heads(out))
+    return out, s
+
+def attention_backward_cpu(dout, q, k, v, probs, dq=None, dk=None, dv=None, dscores=None):
+    "attention_backward_ref's result with dS computed in one compiled pass; same arguments and buffers."
+    _check_bwd("attention_backward", dout, q, k, v, probs, dq, dk, dv, dscores)
+    dq, dk, dv = (np.empty(q.shape, q.dtype) if a is None else a for a in (dq, dk, dv))
+    do, scale = _heads(dout), 1 / math.sqrt(q.shape[3])
+    np.matmul(probs.swapaxes(-1, -2), do, out=_heads(dv))
+    ds = np.matmul(do, _heads(v).swapaxes(-1, -2), out=dscores)
+    _dscores_cpu(probs, ds)
+    g = np.matmul(ds, _heads(k), out=_heads(dq)); g *= scale
+    g = np.matmul(ds.swapaxes(-1, -2), _heads(q), out=_heads(dk)); g *= scale
     return dq, dk, dv
 
 # %% ../nbs/09_attention.ipynb #8e3c59cb
@@ -207,8 +278,10 @@ def _no_seg():
     return _NO_SEG
 
 def attention_forward(q, k, v, seg=None, out=None, probs=None):
-    "Causal/block-causal attention q, k, v [B,T,H,hd] -> (out[B,T,H,hd], probs[B,H,T,T]); NumPy -> reference, device float32 -> kernels."
-    if not on_device(q): return attention_forward_ref(q, k, v, seg, out=out, probs=probs)
+    "Causal/block-causal attention q, k, v [B,T,H,hd] -> (out[B,T,H,hd], probs[B,H,T,T]); NumPy float32 -> attention_forward_cpu, other NumPy -> reference, device float32 -> kernels."
+    if not on_device(q):
+        f = attention_forward_cpu if q.dtype == np.float32 else attention_forward_ref
+        return f(q, k, v, seg, out=out, probs=probs)
     _check_fwd("attention_forward", q, k, v, seg, out, probs)
     B, T, H, hd = q.shape
     if out is None: out = cuda.device_array((B, T, H, hd), np.float32)
@@ -222,7 +295,9 @@ def attention_forward(q, k, v, seg=None, out=None, probs=None):
 
 def attention_backward(dout, q, k, v, probs, dq=None, dk=None, dv=None, dscores=None):
     "Gradients (dq, dk, dv) [B,T,H,hd] of attention from dout and the forward's probs [B,H,T,T]; dscores is the (B,H,T,T) scratch."
-    if not on_device(q): return attention_backward_ref(dout, q, k, v, probs, dq=dq, dk=dk, dv=dv, dscores=dscores)
+    if not on_device(q):
+        f = attention_backward_cpu if q.dtype == np.float32 else attention_backward_ref
+        return f(dout, q, k, v, probs, dq=dq, dk=dk, dv=dv, dscores=dscores)
     _check_bwd("attention_backward", dout, q, k, v, probs, dq, dk, dv, dscores)
     B, T, H, hd = q.shape
     dq, dk, dv = (cuda.device_array((B, T, H, hd), np.float32) if a is None else a for a in (dq, dk, dv))

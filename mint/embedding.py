@@ -6,13 +6,13 @@
 from __future__ import annotations
 import math
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, njit
 from .core import on_device
 from .kernels import check_args, grid1d, fill
 
 # %% auto #0
-__all__ = ['embedding_forward_ref', 'embedding_backward_ref', 'embedding_gather_kernel', 'embedding_scatter_add_kernel',
-           'embedding_forward', 'embedding_backward']
+__all__ = ['embedding_forward_ref', 'embedding_backward_ref', 'embedding_backward_cpu', 'embedding_gather_kernel',
+           'embedding_scatter_add_kernel', 'embedding_forward', 'embedding_backward']
 
 # %% ../nbs/05_embedding.ipynb #cfee55ed
 def _check_ids(ids, vocab_size: int) -> None:
@@ -41,6 +41,17 @@ def embedding_backward_ref(ids: np.ndarray, dx: np.ndarray, vocab_size: int, out
     np.add.at(out, ids, dx)              # unbuffered: a repeated id adds every one of its rows
     out *= dx.dtype.type(math.sqrt(dx.shape[1]))
     return out
+
+# %% ../nbs/05_embedding.ipynb #40b67329
+@njit(cache=True)
+def embedding_backward_cpu(ids, dx, dweight, scale):
+    "dweight = 0, then dweight[ids[n]] += scale·dx[n] for every n in order (ids already checked); returns dweight."
+    dweight[...] = 0
+    for n in range(ids.shape[0]):
+        t = ids[n]
+        for j in range(dx.shape[1]):
+            dweight[t, j] += dx[n, j] * scale
+    return dweight
 
 # %% ../nbs/05_embedding.ipynb #e28dc7f6
 @cuda.jit
@@ -95,7 +106,9 @@ def embedding_backward(ids, dx, dweight, check_ids: bool = True):
     check_args(fn, ids=(ids, ("N",), np.integer))
     if not check_args(fn, dx=(dx, (ids.shape[0], "d"), np.floating), dweight=(dweight, (None, "d"), dx.dtype.type), outs=("dweight",)):
         check_args(fn, dx=dx, ids=ids)
-        return embedding_backward_ref(ids, dx, dweight.shape[0], out=dweight)
+        if dx.dtype != np.float32: return embedding_backward_ref(ids, dx, dweight.shape[0], out=dweight)
+        _check_ids(ids, dweight.shape[0])
+        return embedding_backward_cpu(ids, dx, dweight, np.float32(math.sqrt(dx.shape[1])))
     ids = _device_ids(ids, dweight.shape[0], check_ids)
     fill(dweight, 0)
     if dx.size: embedding_scatter_add_kernel[grid1d(dx.size)](ids, dx, dweight, np.float32(math.sqrt(dx.shape[1])))

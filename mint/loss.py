@@ -6,13 +6,13 @@
 from __future__ import annotations
 import math
 import numpy as np
-from numba import cuda, float32, float64
+from numba import cuda, float32, float64, njit
 from .core import on_device, simulator_enabled
 from .kernels import check_args, block_max, block_sum, reduction_block
 
 # %% auto #0
-__all__ = ['CE_MAX_BLOCK', 'CE_BLOCK', 'check_targets', 'cross_entropy_ref', 'ce_count_kernel', 'cross_entropy_kernel',
-           'ce_loss_kernel', 'cross_entropy']
+__all__ = ['CE_MAX_BLOCK', 'CE_BLOCK', 'check_targets', 'cross_entropy_ref', 'cross_entropy_cpu', 'ce_count_kernel',
+           'cross_entropy_kernel', 'ce_loss_kernel', 'cross_entropy']
 
 # %% ../nbs/10_loss.ipynb #a6bbc0bd
 def _check_ce(fn: str, logits, targets, loss_mask, dlogits=None, loss_out=None, scratch=None) -> bool:
@@ -51,6 +51,46 @@ def cross_entropy_ref(logits: np.ndarray, targets: np.ndarray, loss_mask: np.nda
     p[rows, targets] -= 1                                           # P - onehot
     p *= w[:, None]                                                 # * mask / N_mask
     return loss, p
+
+# %% ../nbs/10_loss.ipynb #def99b3e
+@njit(cache=True)
+def _ce_shift_cpu(logits, m, targets, out, zt):
+    "out[r] = logits[r] - m[r] row by row, after zt[r] = logits[r, targets[r]] - m[r] (so out may be logits)."
+    for r in range(logits.shape[0]):
+        zt[r] = np.float64(logits[r, targets[r]]) - m[r]
+        for j in range(logits.shape[1]):
+            out[r, j] = logits[r, j] - m[r]
+
+@njit(cache=True, fastmath={"reassoc"})
+def _ce_finish_cpu(e, targets, loss_mask, count, zt):
+    "e[r] holds exp(z - m): turn each row into (P - onehot)·mask/count in place; return Σ mask·(log Σe - zt) in float64."
+    total = 0.0
+    for r in range(e.shape[0]):
+        s = 0.0
+        for j in range(e.shape[1]):
+            s += e[r, j]
+        w = loss_mask[r] / count
+        inv = w / s
+        for j in range(e.shape[1]):
+            e[r, j] *= inv
+        e[r, targets[r]] -= w
+        total += loss_mask[r] * (math.log(s) - zt[r])
+    return total
+
+def cross_entropy_cpu(logits: np.ndarray, targets: np.ndarray, loss_mask: np.ndarray, dlogits=None):
+    "cross_entropy_ref's result for float32 logits in three passes (two compiled loops around NumPy's exp): (loss float, dlogits); dlogits may be logits."
+    _check_ce("cross_entropy", logits, targets, loss_mask, dlogits)
+    n, v = logits.shape
+    check_targets(targets, v)
+    count = float(loss_mask.sum(dtype=np.float64))
+    if dlogits is None: dlogits = np.empty_like(logits)
+    if n == 0 or count == 0:
+        dlogits[...] = 0
+        return 0.0, dlogits
+    zt = np.empty(n)
+    _ce_shift_cpu(logits, logits.max(axis=1), targets, dlogits, zt)
+    np.exp(dlogits, out=dlogits)
+    return _ce_finish_cpu(dlogits, targets, loss_mask, count, zt) / count, dlogits
 
 # %% ../nbs/10_loss.ipynb #5534f9a5
 CE_MAX_BLOCK = 1024                                    # shared buffers' size; the largest block allowed
@@ -126,7 +166,8 @@ def cross_entropy(logits, targets, loss_mask, dlogits=None, loss_out=None, scrat
     "Masked mean CE and its gradient: NumPy -> (loss float, dlogits); device (float32) -> (loss_out (1,) device array, dlogits) via the fused kernel."
     fn = "cross_entropy"
     if not _check_ce(fn, logits, targets, loss_mask, dlogits, loss_out, scratch):
-        loss, dl = cross_entropy_ref(logits, targets, loss_mask, dlogits=dlogits)
+        f = cross_entropy_cpu if logits.dtype == np.float32 else cross_entropy_ref
+        loss, dl = f(logits, targets, loss_mask, dlogits=dlogits)
         if loss_out is not None: loss_out[0] = loss
         return loss, dl
     b = reduction_block(fn, block, CE_BLOCK, CE_MAX_BLOCK)

@@ -7,13 +7,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 import numpy as np
-from numba import cuda, float64
+from numba import cuda, float64, njit
 from .core import on_device
 from .kernels import THREADS, check_args, grid1d, fill, block_sum, reduction_block
 
 # %% auto #0
 __all__ = ['SUMSQ_MAX_THREADS', 'AdamConfig', 'grad_sumsq_ref', 'clip_grad_norm_ref', 'adam_step_ref', 'warmup_steps', 'lr_at',
-           'grad_sumsq_kernel', 'grad_sumsq', 'adam_step_kernel', 'adam_step']
+           'grad_sumsq_cpu', 'adam_step_cpu', 'grad_sumsq_kernel', 'grad_sumsq', 'adam_step_kernel', 'adam_step']
 
 # %% ../nbs/11_optim.ipynb #16553c47
 @dataclass
@@ -123,6 +123,55 @@ def lr_at(step: int, total_steps: int, base_lr: float, warmup_steps: int, min_ra
     progress = (step - warmup_steps) / (total_steps - warmup_steps)   # here warmup_steps <= step < total_steps
     return min_lr + (base_lr - min_lr) * (1 + math.cos(math.pi * progress)) / 2
 
+# %% ../nbs/11_optim.ipynb #32557151
+@njit(cache=True, fastmath={"reassoc"})
+def grad_sumsq_cpu(grads):
+    "Σ grads² of a flat array, accumulated in float64 in one pass (NaN/inf propagate)."
+    s = 0.0
+    for i in range(grads.size):
+        x = np.float64(grads[i])
+        s += x * x
+    return s
+
+@njit(cache=True)
+def _adam_cpu(params, grads, m, v, lr, bc1, bc2, beta1, beta2, eps, weight_decay, max_update, scale, fmax,
+              decay_mask, use_mask):
+    "adam_step_kernel's arithmetic over flat buffers, one element at a time (float64); returns the number refused."
+    n_bad = 0
+    for i in range(params.size):
+        g = np.float64(grads[i]) * scale
+        mi = beta1 * np.float64(m[i]) + (1.0 - beta1) * g
+        vi = beta2 * np.float64(v[i]) + (1.0 - beta2) * (g * g)
+        w = np.float64(params[i])
+        dw = lr * (mi / bc1) / (math.sqrt(vi / bc2) + eps)
+        if weight_decay > 0:
+            dw += lr * weight_decay * (np.float64(decay_mask[i]) if use_mask else 1.0) * w
+        if abs(dw) <= max_update and abs(mi) <= fmax and vi <= fmax:   # False for NaN
+            params[i] = w - dw
+            m[i] = mi
+            v[i] = vi
+        else:
+            grads[i] = 0.0
+            n_bad += 1
+    return n_bad
+
+def adam_step_cpu(params, grads, m, v, lr, step, cfg: AdamConfig, sumsq=None, decay_mask=None) -> int:
+    "adam_step_ref's result for C-contiguous NumPy buffers in one compiled pass: the same clipping, dropping and refusals; returns the number refused."
+    _check_buffers("adam_step", params, grads, m, v, decay_mask)
+    bc1, bc2 = _bias_corrections(step, cfg)
+    scale = 1.0 if sumsq is None else _clip_scale(float(np.asarray(sumsq).reshape(-1)[0]), cfg.max_grad_norm)
+    if math.isnan(scale):                        # NaN/inf gradient somewhere: skip the whole step (§16 case 6)
+        grads[...] = 0
+        return int(grads.size)
+    flat = [a.reshape(-1) for a in (params, grads, m, v)]
+    return int(_adam_cpu(*flat, float(lr), bc1, bc2, float(cfg.beta1), float(cfg.beta2), float(cfg.eps),
+                         float(cfg.weight_decay), float(cfg.max_update), scale, float(np.finfo(params.dtype).max),
+                         flat[0] if decay_mask is None else decay_mask.reshape(-1), decay_mask is not None))
+
+def _cpu_ok(*arrays) -> bool:
+    "True when every given array is float32 and C-contiguous (flat views are then free): the compiled CPU path applies."
+    return all(a.dtype == np.float32 and a.flags.c_contiguous for a in arrays if a is not None)
+
 # %% ../nbs/11_optim.ipynb #e5176abb
 SUMSQ_MAX_THREADS = 256   # the shared buffer's size: a compile-time constant
 
@@ -146,7 +195,7 @@ def grad_sumsq_kernel(grads, out):
 def grad_sumsq(grads, out=None, threads: int | None = None, max_blocks: int | None = None):
     "Σ grads² in float64 (§8.9). NumPy in → float (also written to `out[0]` if given); device in → device float64 array (1,) `out` (zeroed, then summed into; no host sync)."
     if not on_device(grads):
-        s = grad_sumsq_ref(grads)
+        s = grad_sumsq_cpu(grads.reshape(-1)) if _cpu_ok(grads) else grad_sumsq_ref(grads)
         if out is not None: out[0] = s
         return s
     fn = "grad_sumsq"
@@ -213,7 +262,8 @@ def adam_step(params, grads, m, v, lr, step, cfg: AdamConfig, sumsq=None, decay_
               threads: int | None = None, max_blocks: int | None = None):
     "Adam(W) step in place (§8.5, §8.9). NumPy in → `adam_step_ref`, returns the int refused; device float32 1-D in → one kernel launch, returns device int64 (1,) `rejected` (added to). `sumsq`: device float64 (1,) from `grad_sumsq`."
     if not on_device(params):
-        return adam_step_ref(params, grads, m, v, lr, step, cfg, sumsq=sumsq, decay_mask=decay_mask)
+        f = adam_step_cpu if _cpu_ok(params, grads, m, v, decay_mask) else adam_step_ref
+        return f(params, grads, m, v, lr, step, cfg, sumsq=sumsq, decay_mask=decay_mask)
     fn = "adam_step"
     _check_buffers(fn, params, grads, m, v, decay_mask)
     check_args(fn, params=(params, (None,), np.float32), sumsq=(sumsq, (1,), np.float64), rejected=(rejected, (1,), np.int64))

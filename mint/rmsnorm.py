@@ -6,13 +6,14 @@
 from __future__ import annotations
 import math
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, njit
 from .core import on_device, simulator_enabled
 from .kernels import check_args, grid2d, block_sum, block_sum_y, reduction_block
 
 # %% auto #0
 __all__ = ['RMSNORM_MAX_BLOCK', 'RMSNORM_BLOCK', 'DG_COLS', 'DG_ROWS', 'DG_SLOTS', 'rmsnorm_forward_ref', 'rmsnorm_backward_ref',
-           'rmsnorm_fwd_kernel', 'rmsnorm_bwd_kernel', 'rmsnorm_dg_kernel', 'rmsnorm_forward', 'rmsnorm_backward']
+           'rmsnorm_forward_cpu', 'rmsnorm_backward_cpu', 'rmsnorm_fwd_kernel', 'rmsnorm_bwd_kernel',
+           'rmsnorm_dg_kernel', 'rmsnorm_forward', 'rmsnorm_backward']
 
 # %% ../nbs/07_rmsnorm.ipynb #aac9ce8e
 def _check_fwd(fn: str, x, g, out, rstd) -> bool:
@@ -48,6 +49,40 @@ def rmsnorm_backward_ref(dy: np.ndarray, x: np.ndarray, g: np.ndarray, rstd: np.
     dx = np.multiply(gdy, rstd[:, None], out=dx)                # g dy r ...
     dx -= np.multiply(x, c[:, None], out=gdy)                   # ... - x·dot·r³/d (gdy's memory reused)
     dg = np.einsum("nd,nd,n->d", dy, x, rstd, out=dg)           # Σ over rows of dy x r
+    return dx, dg
+
+# %% ../nbs/07_rmsnorm.ipynb #ef063a68
+@njit(cache=True, fastmath={"reassoc"})
+def rmsnorm_forward_cpu(x, g, eps, out, rstd):
+    "RMSNorm of x [N,d] row by row into out (may be x) and rstd [N]; float64 sums. Returns (out, rstd)."
+    N, d = x.shape
+    for n in range(N):
+        ss = 0.0
+        for j in range(d):
+            v = np.float64(x[n, j])
+            ss += v * v
+        r = 1.0 / math.sqrt(ss / d + eps)
+        rstd[n] = r
+        for j in range(d):
+            out[n, j] = x[n, j] * r * g[j]
+    return out, rstd
+
+@njit(cache=True, fastmath={"reassoc"})
+def rmsnorm_backward_cpu(dy, x, g, rstd, dx, dg):
+    "Gradients of RMSNorm row by row: dx [N,d] (separate from the inputs) and dg [d] (float64 accumulation). Returns (dx, dg)."
+    N, d = x.shape
+    acc = np.zeros(d)
+    for n in range(N):
+        r = np.float64(rstd[n])
+        dot = 0.0
+        for j in range(d):
+            dot += np.float64(g[j]) * dy[n, j] * x[n, j]
+        c = dot * r * r * r / d
+        for j in range(d):
+            dx[n, j] = g[j] * dy[n, j] * r - x[n, j] * c
+            acc[j] += np.float64(dy[n, j]) * x[n, j] * r
+    for j in range(d):
+        dg[j] = acc[j]
     return dx, dg
 
 # %% ../nbs/07_rmsnorm.ipynb #889b5d8b
@@ -110,10 +145,12 @@ def rmsnorm_dg_kernel(dy, x, rstd, dg):
 
 # %% ../nbs/07_rmsnorm.ipynb #d85c5089
 def rmsnorm_forward(x, g, eps: float = 1e-6, out=None, rstd=None, block: int | None = None):
-    "RMSNorm of x[N,d] with gain g[d] -> (y[N,d], rstd[N]); NumPy -> reference, device (float32) -> kernel, `block` threads per row."
-    if not on_device(x): return rmsnorm_forward_ref(x, g, eps, out=out, rstd=rstd)
+    "RMSNorm of x[N,d] with gain g[d] -> (y[N,d], rstd[N]); NumPy float32 -> compiled loop, other NumPy -> reference, device (float32) -> kernel, `block` threads per row."
+    if not on_device(x) and x.dtype != np.float32: return rmsnorm_forward_ref(x, g, eps, out=out, rstd=rstd)
     fn = "rmsnorm_forward"
-    _check_fwd(fn, x, g, out, rstd)
+    if not _check_fwd(fn, x, g, out, rstd):
+        return rmsnorm_forward_cpu(x, g, eps, np.empty_like(x) if out is None else out,
+                                   np.empty(x.shape[0], x.dtype) if rstd is None else rstd)
     b = reduction_block(fn, block, RMSNORM_BLOCK, RMSNORM_MAX_BLOCK)
     n, d = x.shape
     if out is None: out = cuda.device_array((n, d), np.float32)
@@ -122,10 +159,12 @@ def rmsnorm_forward(x, g, eps: float = 1e-6, out=None, rstd=None, block: int | N
     return out, rstd
 
 def rmsnorm_backward(dy, x, g, rstd, dx=None, dg=None, block: int | None = None):
-    "Gradients of RMSNorm -> (dx[N,d], dg[d]); NumPy -> reference, device (float32) -> row kernel + column-reduction kernel."
-    if not on_device(x): return rmsnorm_backward_ref(dy, x, g, rstd, dx=dx, dg=dg)
+    "Gradients of RMSNorm -> (dx[N,d], dg[d]); NumPy float32 -> compiled loop, other NumPy -> reference, device (float32) -> row kernel + column-reduction kernel."
+    if not on_device(x) and x.dtype != np.float32: return rmsnorm_backward_ref(dy, x, g, rstd, dx=dx, dg=dg)
     fn = "rmsnorm_backward"
-    _check_bwd(fn, dy, x, g, rstd, dx, dg)
+    if not _check_bwd(fn, dy, x, g, rstd, dx, dg):
+        return rmsnorm_backward_cpu(dy, x, g, rstd, np.empty_like(x) if dx is None else dx,
+                                    np.empty(x.shape[1], x.dtype) if dg is None else dg)
     b = reduction_block(fn, block, RMSNORM_BLOCK, RMSNORM_MAX_BLOCK)
     n, d = x.shape
     if dx is None: dx = cuda.device_array((n, d), np.float32)

@@ -6,12 +6,12 @@
 from __future__ import annotations
 import functools, math
 import numpy as np
-from numba import cuda, float32, float64
+from numba import cuda, float32, float64, njit
 from .core import on_device
 from .kernels import check_args, grid1d
 
 # %% auto #0
-__all__ = ['rope_freqs', 'rope_forward_ref', 'rope_backward_ref', 'rope_kernel', 'rope_freqs_device', 'rope_forward',
+__all__ = ['rope_freqs', 'rope_forward_ref', 'rope_backward_ref', 'rope_cpu', 'rope_kernel', 'rope_freqs_device', 'rope_forward',
            'rope_backward']
 
 # %% ../nbs/06_rope.ipynb #c4375251
@@ -54,6 +54,26 @@ def rope_backward_ref(dy: np.ndarray, pos: np.ndarray, out=None) -> np.ndarray:
     "dx = rotation of dy [N,H,head_dim] by -θ (the transpose of the forward rotation); out may be dy (§5.4.4)."
     return _rope_rotate_ref(dy, pos, -1.0, out)
 
+# %% ../nbs/06_rope.ipynb #7d396432
+@njit(cache=True)
+def rope_cpu(x, pos, inv_freq, out, sign):
+    "out = rotation of x [N,H,hd] by sign·pos[n]·inv_freq[p] on pairs (p, p+hd/2), one pass (float64 angles); out may be x. Returns out."
+    N, H, hd = x.shape
+    half = hd // 2
+    c = np.empty(half)
+    s = np.empty(half)
+    for n in range(N):
+        for p in range(half):
+            theta = np.float64(pos[n]) * inv_freq[p]
+            c[p] = math.cos(theta)
+            s[p] = sign * math.sin(theta)
+        for h in range(H):
+            for p in range(half):
+                a, b = np.float64(x[n, h, p]), np.float64(x[n, h, p + half])
+                out[n, h, p] = a * c[p] - b * s[p]
+                out[n, h, p + half] = a * s[p] + b * c[p]
+    return out
+
 # %% ../nbs/06_rope.ipynb #7ab35071
 @cuda.jit
 def rope_kernel(x, pos, inv_freq, out, sign):
@@ -83,8 +103,9 @@ def rope_freqs_device(head_dim: int):
 
 # %% ../nbs/06_rope.ipynb #9f9a2ab7
 def _rope_launch(x, pos, out, sign: float):
+    if not on_device(x) and x.dtype != np.float32: return _rope_rotate_ref(x, pos, sign, out)
     if not _check_rope("rope_forward" if sign > 0 else "rope_backward", x, pos, out):
-        return _rope_rotate_ref(x, pos, sign, out)
+        return rope_cpu(x, pos, rope_freqs(x.shape[2]), np.empty_like(x) if out is None else out, float(sign))
     if out is None: out = cuda.device_array(x.shape, dtype=np.float32)
     d_pos = pos if on_device(pos) else cuda.to_device(pos)
     N, H, hd = x.shape
@@ -92,7 +113,7 @@ def _rope_launch(x, pos, out, sign: float):
     return out
 
 def rope_forward(x, pos, out=None):
-    "RoPE of x [N,H,head_dim] at positions pos [N]: NumPy -> reference; float32 device x -> kernel; `out` may be `x`."
+    "RoPE of x [N,H,head_dim] at positions pos [N]: NumPy float32 -> njit loop, other NumPy -> reference; float32 device x -> kernel; `out` may be `x`."
     return _rope_launch(x, pos, out, 1.0)
 
 def rope_backward(dy, pos, out=None):

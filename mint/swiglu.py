@@ -6,13 +6,14 @@ r"""The gated feed-forward network of every layer (§5.6 of the Mint report): an
 from __future__ import annotations
 import math
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, njit
 from .core import on_device
 from .kernels import check_args, grid1d
 
 # %% auto #0
-__all__ = ['SWISH_CLAMP', 'sigmoid', 'swish', 'swish_grad', 'swiglu_forward_ref', 'swiglu_backward_ref', 'sigmoid_dev',
-           'swiglu_fwd_kernel', 'swiglu_bwd_kernel', 'swiglu_forward', 'swiglu_backward']
+__all__ = ['SWISH_CLAMP', 'sigmoid', 'swish', 'swish_grad', 'swiglu_forward_ref', 'swiglu_backward_ref', 'swiglu_forward_cpu',
+           'swiglu_backward_cpu', 'sigmoid_dev', 'swiglu_fwd_kernel', 'swiglu_bwd_kernel', 'swiglu_forward',
+           'swiglu_backward']
 
 # %% ../nbs/08_swiglu.ipynb #cc2e2cff
 SWISH_CLAMP = 20.0   # beyond +-20, swish(x) = x or 0 and swish'(x) = 1 or 0 (§5.6)
@@ -63,6 +64,59 @@ def swiglu_backward_ref(dh: np.ndarray, gate: np.ndarray, up: np.ndarray, dgate=
     if dgate is not None: np.copyto(dgate, dg); dg = dgate
     if dup is not None: np.copyto(dup, du); du = dup
     return dg, du
+
+# %% ../nbs/08_swiglu.ipynb #7ab2a462
+@njit(cache=True)
+def _neg_clamp_cpu(x, out):
+    "out = -clamp(x, ±SWISH_CLAMP), elementwise over [N,F] arrays."
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            v = x[i, j]
+            out[i, j] = -SWISH_CLAMP if v > SWISH_CLAMP else (SWISH_CLAMP if v < -SWISH_CLAMP else -v)
+
+@njit(cache=True)
+def _swish_pair(g, e):
+    "(swish(g), swish'(g)) in float64 from e = exp(-clamp(g)), clamped at ±SWISH_CLAMP like the reference."
+    if g > SWISH_CLAMP: return g, 1.0
+    if g < -SWISH_CLAMP: return 0.0, 0.0
+    s = 1.0 / (1.0 + e)
+    return g * s, s * (1.0 + g * (1.0 - s))
+
+@njit(cache=True)
+def _swiglu_fwd_finish(gate, up, e, out):
+    for i in range(gate.shape[0]):
+        for j in range(gate.shape[1]):
+            sw, _ = _swish_pair(np.float64(gate[i, j]), np.float64(e[i, j]))
+            out[i, j] = sw * up[i, j]
+
+@njit(cache=True)
+def _swiglu_bwd_finish(dh, gate, up, e, dgate, dup):
+    for i in range(gate.shape[0]):
+        for j in range(gate.shape[1]):
+            d, u = np.float64(dh[i, j]), np.float64(up[i, j])
+            sw, dsw = _swish_pair(np.float64(gate[i, j]), np.float64(e[i, j]))
+            dgate[i, j] = d * u * dsw
+            dup[i, j] = d * sw
+
+def _scratch(buf, *inputs):
+    "`buf` if it shares no memory with the inputs, else a new array like it."
+    return np.empty_like(buf) if any(np.may_share_memory(buf, a) for a in inputs) else buf
+
+def swiglu_forward_cpu(gate, up, out):
+    "h = swish(gate)*up for NumPy [N,F] arrays in three passes (compiled clamp, NumPy exp, compiled finish) into `out` (may be gate or up); returns out."
+    e = _scratch(out, gate, up)
+    _neg_clamp_cpu(gate, e)
+    np.exp(e, out=e)
+    _swiglu_fwd_finish(gate, up, e, out)
+    return out
+
+def swiglu_backward_cpu(dh, gate, up, dgate, dup):
+    "(dgate, dup) = (dh*up*swish'(gate), dh*swish(gate)) for NumPy [N,F] arrays in three passes; outputs may be inputs."
+    e = _scratch(dgate, dh, gate, up, dup)
+    _neg_clamp_cpu(gate, e)
+    np.exp(e, out=e)
+    _swiglu_bwd_finish(dh, gate, up, e, dgate, dup)
+    return dgate, dup
 
 # %% ../nbs/08_swiglu.ipynb #d6b2b141
 @cuda.jit(device=True)
@@ -115,17 +169,20 @@ def swiglu_bwd_kernel(dh, gate, up, dgate, dup):
 
 # %% ../nbs/08_swiglu.ipynb #63e6d070
 def swiglu_forward(gate, up, out=None, block: int | None = None):
-    "h = swish(gate)*up for [N,F] arrays; NumPy -> reference, device (float32) -> fused kernel (`block` threads per block); `out` may be gate or up."
-    if not on_device(gate): return swiglu_forward_ref(gate, up, out=out)
-    _check_swiglu("swiglu_forward", gate, ("out",), up=up, out=out)
+    "h = swish(gate)*up for [N,F] arrays; NumPy float32 -> njit loop, other NumPy -> reference, device (float32) -> fused kernel (`block` threads per block); `out` may be gate or up."
+    if not on_device(gate) and gate.dtype != np.float32: return swiglu_forward_ref(gate, up, out=out)
+    if not _check_swiglu("swiglu_forward", gate, ("out",), up=up, out=out):
+        return swiglu_forward_cpu(gate, up, np.empty_like(gate) if out is None else out)
     if out is None: out = cuda.device_array(gate.shape, np.float32)
     if gate.size: swiglu_fwd_kernel[grid1d(gate.size, block)](gate, up, out)
     return out
 
 def swiglu_backward(dh, gate, up, dgate=None, dup=None, block: int | None = None):
-    "(dgate, dup) = (dh*up*swish'(gate), dh*swish(gate)) for [N,F] arrays; NumPy -> reference, device (float32) -> fused kernel."
-    if not on_device(gate): return swiglu_backward_ref(dh, gate, up, dgate=dgate, dup=dup)
-    _check_swiglu("swiglu_backward", gate, ("dgate", "dup"), up=up, dh=dh, dgate=dgate, dup=dup)
+    "(dgate, dup) = (dh*up*swish'(gate), dh*swish(gate)) for [N,F] arrays; NumPy float32 -> njit loop, other NumPy -> reference, device (float32) -> fused kernel."
+    if not on_device(gate) and gate.dtype != np.float32: return swiglu_backward_ref(dh, gate, up, dgate=dgate, dup=dup)
+    if not _check_swiglu("swiglu_backward", gate, ("dgate", "dup"), up=up, dh=dh, dgate=dgate, dup=dup):
+        new = lambda a: np.empty_like(gate) if a is None else a
+        return swiglu_backward_cpu(dh, gate, up, new(dgate), new(dup))
     if dgate is None: dgate = cuda.device_array(gate.shape, np.float32)
     if dup is None: dup = cuda.device_array(gate.shape, np.float32)
     if gate.size: swiglu_bwd_kernel[grid1d(gate.size, block)](dh, gate, up, dgate, dup)
