@@ -6,13 +6,15 @@
 from __future__ import annotations
 import math
 import numpy as np
-from numba import cuda, float32
-from .core import on_device, simulator_enabled, cdiv
+from numba import cuda, float32, njit
+from .core import on_device, simulator_enabled
+from .kernels import check_args, grid2d, next_pow2, block_max, block_sum, reduction_block
 
 # %% auto #0
-__all__ = ['MASK_VALUE', 'MASKED_BELOW', 'ROW_MAX_THREADS', 'ROW_THREADS', 'attention_mask', 'attention_forward_ref',
-           'attention_backward_ref', 'attn_scores_kernel', 'attn_pv_kernel', 'attn_ptv_kernel', 'attn_softmax_kernel',
-           'attn_dscores_kernel', 'attention_forward', 'attention_backward']
+__all__ = ['MASK_VALUE', 'MASKED_BELOW', 'QS', 'PS', 'ROW_MAX_THREADS', 'ROW_THREADS', 'attention_mask', 'attention_forward_ref',
+           'attention_backward_ref', 'attention_forward_cpu', 'attention_backward_cpu', 'attn_scores_kernel',
+           'attn_pv_kernel', 'attn_ptv_kernel', 'attn_softmax_kernel', 'attn_dscores_kernel', 'attention_forward',
+           'attention_backward']
 
 # %% ../nbs/09_attention.ipynb #9465df32
 MASK_VALUE = -1e30        # finite "minus infinity" for masked scores: exp(MASK_VALUE - m) = 0 and MASK_VALUE - MASK_VALUE = 0
@@ -29,31 +31,29 @@ def attention_mask(T: int, seg=None) -> np.ndarray:
     return (causal & same)[:, None]
 
 # %% ../nbs/09_attention.ipynb #2e230b89
-def _check_qkv(q, k, v, seg=None, fn: str = "attention") -> tuple:
-    "(B, T, H, hd) of q; ValueError unless q, k, v share one 4-D shape and float dtype and seg is None or integer (B, T)."
-    if len(q.shape) != 4: raise ValueError(f"{fn}: q must be 4-D (B, T, H, head_dim), got shape {tuple(q.shape)}")
-    for name, a in (("k", k), ("v", v)):
-        if tuple(a.shape) != tuple(q.shape): raise ValueError(f"{fn}: {name} shape {tuple(a.shape)} must equal q shape {tuple(q.shape)}")
-        if np.dtype(a.dtype) != np.dtype(q.dtype): raise ValueError(f"{fn}: q, k, v must share one dtype, got {q.dtype} and {a.dtype} ({name})")
-    if np.dtype(q.dtype).kind != "f": raise ValueError(f"{fn}: q, k, v must be floating point, got {q.dtype}")
-    B, T = q.shape[:2]
-    if seg is not None and (tuple(seg.shape) != (B, T) or np.dtype(seg.dtype).kind not in "iu"):
-        raise ValueError(f"{fn}: seg must be an integer array of shape ({B}, {T}), got {np.dtype(seg.dtype).name} {tuple(seg.shape)}")
-    return tuple(q.shape)
+QS, PS = ("B", "T", "H", "hd"), ("B", "H", "T", "T")    # named shapes of q, k, v, out (QS) and probs (PS)
+
+def _check_fwd(fn: str, q, k, v, seg, out, probs) -> bool:
+    "check_args for the forward: q, k, v, out float (B,T,H,hd), seg None or integer (B,T), probs (B,H,T,T); True on the device path."
+    dt = q.dtype.type
+    return check_args(fn, q=(q, QS, np.floating), k=(k, QS, dt), v=(v, QS, dt), seg=(seg, ("B", "T"), np.integer),
+                      out=(out, QS, dt), probs=(probs, PS, dt), outs=("out", "probs"))
+
+def _check_bwd(fn: str, dout, q, k, v, probs, dq, dk, dv, dscores) -> bool:
+    "check_args for the backward: q, k, v, dout, dq, dk, dv (B,T,H,hd), probs and dscores (B,H,T,T), one float dtype, outputs separate."
+    dt = q.dtype.type
+    return check_args(fn, q=(q, QS, np.floating), k=(k, QS, dt), v=(v, QS, dt), dout=(dout, QS, dt), probs=(probs, PS, dt),
+                      dq=(dq, QS, dt), dk=(dk, QS, dt), dv=(dv, QS, dt), dscores=(dscores, PS, dt), outs=("dq", "dk", "dv", "dscores"))
 
 def _heads(a):
     "View (B, T, H, hd) as (B, H, T, hd) (a transpose: no copy)."
     return a.transpose(0, 2, 1, 3)
 
-def _tokens(a):
-    "(B, H, T, hd) back to a contiguous (B, T, H, hd), so `.reshape(B*T, H*hd)` is free."
-    return np.ascontiguousarray(a.transpose(0, 2, 1, 3))
-
-def attention_forward_ref(q, k, v, seg=None):
-    "Scaled dot-product attention, causal (block-causal with seg[B,T]): q, k, v [B,T,H,hd] -> (out[B,T,H,hd], probs[B,H,T,T]), dtype kept. §5.3.1."
-    if seg is not None: seg = np.asarray(seg)
-    B, T, H, hd = _check_qkv(q, k, v, seg, "attention_forward_ref")
-    s = _heads(q) @ _heads(k).swapaxes(-1, -2)                   # [B,H,T,T] = Q Kᵀ
+def attention_forward_ref(q, k, v, seg=None, out=None, probs=None):
+    "Scaled dot-product attention, causal (block-causal with seg[B,T]): q, k, v [B,T,H,hd] -> (out[B,T,H,hd], probs[B,H,T,T]), dtype kept, into `out`/`probs` if given. §5.3.1."
+    _check_fwd("attention_forward_ref", q, k, v, seg, out, probs)
+    B, T, H, hd = q.shape
+    s = np.matmul(_heads(q), _heads(k).swapaxes(-1, -2), out=probs)   # [B,H,T,T] = Q Kᵀ
     s *= 1 / math.sqrt(hd)                                      # a Python float: keeps float32 as float32
     allowed = attention_mask(T, seg)                             # [1|B, 1, T, T]
     np.copyto(s, MASK_VALUE, where=~allowed)                     # finite, never -inf
@@ -63,23 +63,93 @@ def attention_forward_ref(q, k, v, seg=None):
     den = s.sum(-1, keepdims=True)
     den[den == 0] = 1                                            # a row that sees nothing stays 0, not 0/0
     s /= den
-    return _tokens(s @ _heads(v)), s
+    if out is None: out = np.empty(q.shape, q.dtype)
+    np.matmul(s, _heads(v), out=_heads(out))                      # O = P V, written through the (B,H,T,hd) view
+    return out, s
 
 # %% ../nbs/09_attention.ipynb #ff55b689
-def attention_backward_ref(dout, q, k, v, probs):
-    "Gradients of attention: dout, q, k, v [B,T,H,hd], probs [B,H,T,T] from the forward -> (dq, dk, dv) [B,T,H,hd], dtype kept."
-    B, T, H, hd = _check_qkv(q, k, v, None, "attention_backward_ref")
-    if tuple(dout.shape) != (B, T, H, hd) or tuple(probs.shape) != (B, H, T, T):
-        raise ValueError(f"attention_backward_ref: dout {tuple(dout.shape)} must be {(B, T, H, hd)} and probs {tuple(probs.shape)} be {(B, H, T, T)}")
-    do = _heads(dout)
-    dv = probs.swapaxes(-1, -2) @ do                              # dV = Pᵀ dO        [B,H,T,hd]
-    ds = do @ _heads(v).swapaxes(-1, -2)                          # dP = dO Vᵀ        [B,H,T,T]
+def attention_backward_ref(dout, q, k, v, probs, dq=None, dk=None, dv=None, dscores=None):
+    "Gradients of attention: dout, q, k, v [B,T,H,hd], probs [B,H,T,T] from the forward -> (dq, dk, dv) [B,T,H,hd], dtype kept; into the given buffers (dscores: (B,H,T,T) scratch)."
+    _check_bwd("attention_backward_ref", dout, q, k, v, probs, dq, dk, dv, dscores)
+    dq, dk, dv = (np.empty(q.shape, q.dtype) if a is None else a for a in (dq, dk, dv))
+    do, scale = _heads(dout), 1 / math.sqrt(q.shape[3])
+    np.matmul(probs.swapaxes(-1, -2), do, out=_heads(dv))         # dV = Pᵀ dO        [B,H,T,hd]
+    ds = np.matmul(do, _heads(v).swapaxes(-1, -2), out=dscores)   # dP = dO Vᵀ        [B,H,T,T]
     ds -= (ds[..., None, :] @ probs[..., :, None])[..., 0]        # dP - rowsum(dP ⊙ P) (a batched dot, no T×T temporary)
     ds *= probs                                                   # dS = P ⊙ (...)
-    scale = 1 / math.sqrt(hd)
-    dq = ds @ _heads(k); dq *= scale                              # dQ = dS K / √hd
-    dk = ds.swapaxes(-1, -2) @ _heads(q); dk *= scale             # dK = dSᵀ Q / √hd
-    return _tokens(dq), _tokens(dk), _tokens(dv)
+    g = np.matmul(ds, _heads(k), out=_heads(dq)); g *= scale      # dQ = dS K / √hd
+    g = np.matmul(ds.swapaxes(-1, -2), _heads(q), out=_heads(dk)); g *= scale   # dK = dSᵀ Q / √hd
+    return dq, dk, dv
+
+# %% ../nbs/09_attention.ipynb #e365d248
+@njit(cache=True)
+def _softmax_shift_cpu(s, seg, use_seg, scale):
+    "In place over s [B,H,T,T] holding Q·Kᵀ: allowed (causal, same segment) entries -> scale·s - row max, others -> -inf."
+    B, H, T, Tk = s.shape
+    for b in range(B):
+        for h in range(H):
+            for t in range(T):
+                st = seg[b, t] if use_seg else 0
+                m = -np.inf
+                for j in range(t + 1):
+                    if not use_seg or (st >= 0 and seg[b, j] == st):
+                        m = max(m, s[b, h, t, j] * scale)
+                for j in range(Tk):
+                    ok = j <= t and m > -np.inf and (not use_seg or seg[b, j] == st)
+                    s[b, h, t, j] = s[b, h, t, j] * scale - m if ok else -np.inf
+
+@njit(cache=True, fastmath={"reassoc"})
+def _softmax_finish_cpu(p):
+    "In place: divide every row of p [B,H,T,T] (holding e^{S-m}, 0 where masked) by its sum; an all-zero row stays 0."
+    B, H, T, Tk = p.shape
+    for b in range(B):
+        for h in range(H):
+            for t in range(T):
+                z = 0.0
+                for j in range(Tk):
+                    z += p[b, h, t, j]
+                if z > 0:
+                    inv = 1.0 / z
+                    for j in range(Tk):
+                        p[b, h, t, j] *= inv
+
+@njit(cache=True, fastmath={"reassoc"})
+def _dscores_cpu(p, ds):
+    "In place: ds (holding dP) <- p ⊙ (dP - rowsum(dP ⊙ p)) row by row; p, ds [B,H,T,T]."
+    B, H, T, Tk = p.shape
+    for b in range(B):
+        for h in range(H):
+            for t in range(T):
+                dot = 0.0
+                for j in range(Tk):
+                    dot += ds[b, h, t, j] * p[b, h, t, j]
+                for j in range(Tk):
+                    ds[b, h, t, j] = p[b, h, t, j] * (ds[b, h, t, j] - dot)
+
+_NO_SEG_CPU = np.zeros((1, 1), np.int32)   # stands in for seg=None (a compiled loop takes an array, not None)
+
+def attention_forward_cpu(q, k, v, seg=None, out=None, probs=None):
+    "attention_forward_ref's result with the softmax in three passes (two compiled loops around NumPy's exp); same arguments and buffers."
+    _check_fwd("attention_forward", q, k, v, seg, out, probs)
+    s = np.matmul(_heads(q), _heads(k).swapaxes(-1, -2), out=probs)             # [B,H,T,T] = Q Kᵀ
+    _softmax_shift_cpu(s, _NO_SEG_CPU if seg is None else seg, seg is not None, 1 / math.sqrt(q.shape[3]))
+    np.exp(s, out=s)
+    _softmax_finish_cpu(s)
+    if out is None: out = np.empty(q.shape, q.dtype)
+    np.matmul(s, _heads(v), out=_heads(out))
+    return out, s
+
+def attention_backward_cpu(dout, q, k, v, probs, dq=None, dk=None, dv=None, dscores=None):
+    "attention_backward_ref's result with dS computed in one compiled pass; same arguments and buffers."
+    _check_bwd("attention_backward", dout, q, k, v, probs, dq, dk, dv, dscores)
+    dq, dk, dv = (np.empty(q.shape, q.dtype) if a is None else a for a in (dq, dk, dv))
+    do, scale = _heads(dout), 1 / math.sqrt(q.shape[3])
+    np.matmul(probs.swapaxes(-1, -2), do, out=_heads(dv))
+    ds = np.matmul(do, _heads(v).swapaxes(-1, -2), out=dscores)
+    _dscores_cpu(probs, ds)
+    g = np.matmul(ds, _heads(k), out=_heads(dq)); g *= scale
+    g = np.matmul(ds.swapaxes(-1, -2), _heads(q), out=_heads(dk)); g *= scale
+    return dq, dk, dv
 
 # %% ../nbs/09_attention.ipynb #8e3c59cb
 @cuda.jit(device=True)
@@ -149,8 +219,7 @@ ROW_THREADS = 32 if simulator_enabled() else 128            # default threads pe
 @cuda.jit
 def attn_softmax_kernel(s):
     "In place, one block per row of s[B,H,T,Tk]: softmax over entries > MASKED_BELOW, masked -> 0, fully masked row -> all 0."
-    smax = cuda.shared.array(ROW_MAX_THREADS, float32)
-    ssum = cuda.shared.array(ROW_MAX_THREADS, float32)
+    buf = cuda.shared.array(ROW_MAX_THREADS, float32)
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
     B, H, T, Tk = s.shape
@@ -163,16 +232,7 @@ def attn_softmax_kernel(s):
         x = s[b, h, t, j]
         if x > m:
             m = x
-    smax[tid] = m
-    cuda.syncthreads()                                      # all partial maxima written before round 1 reads them
-    st = nt // 2
-    while st > 0:
-        if tid < st:
-            if smax[tid + st] > smax[tid]:
-                smax[tid] = smax[tid + st]
-        cuda.syncthreads()                                  # round done before the next round (or smax[0]) is read
-        st //= 2
-    m = smax[0]
+    m = block_max(buf, m)                                   # the row max, in every thread; buf free again
     if m <= MASKED_BELOW:                                   # the whole row is masked: zeros (same branch in every thread)
         for j in range(tid, Tk, nt):
             s[b, h, t, j] = 0.0
@@ -182,15 +242,7 @@ def attn_softmax_kernel(s):
         x = s[b, h, t, j]
         if x > MASKED_BELOW:
             acc += math.exp(x - m)                          # x - m <= 0: no overflow
-    ssum[tid] = acc                                         # a separate array: smax[0] may still be being read (§16 case 4)
-    cuda.syncthreads()                                      # all partial sums written before round 1 reads them
-    st = nt // 2
-    while st > 0:
-        if tid < st:
-            ssum[tid] += ssum[tid + st]
-        cuda.syncthreads()                                  # round done before the next round (or ssum[0]) is read
-        st //= 2
-    inv = float32(1.0) / ssum[0]
+    inv = float32(1.0) / block_sum(buf, acc)                # the same buffer: block_max ended with a barrier
     for j in range(tid, Tk, nt):
         x = s[b, h, t, j]
         s[b, h, t, j] = math.exp(x - m) * inv if x > MASKED_BELOW else 0.0
@@ -198,7 +250,7 @@ def attn_softmax_kernel(s):
 @cuda.jit
 def attn_dscores_kernel(p, ds):
     "In place, one block per row: ds (holding dP) <- p * (dP - sum_j dP_j p_j); p, ds [B,H,T,T]."
-    sred = cuda.shared.array(ROW_MAX_THREADS, float32)
+    buf = cuda.shared.array(ROW_MAX_THREADS, float32)
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
     B, H, T, Tk = p.shape
@@ -209,42 +261,14 @@ def attn_dscores_kernel(p, ds):
     acc = float32(0.0)
     for j in range(tid, Tk, nt):
         acc += ds[b, h, t, j] * p[b, h, t, j]
-    sred[tid] = acc
-    cuda.syncthreads()                                      # all partial dot products written before round 1
-    st = nt // 2
-    while st > 0:
-        if tid < st:
-            sred[tid] += sred[tid + st]
-        cuda.syncthreads()                                  # round done before the next round (or sred[0]) is read
-        st //= 2
-    rowsum = sred[0]
+    rowsum = block_sum(buf, acc)
     for j in range(tid, Tk, nt):                            # each thread rewrites only the entries it read itself
         ds[b, h, t, j] = p[b, h, t, j] * (ds[b, h, t, j] - rowsum)
 
 # %% ../nbs/09_attention.ipynb #c24ef3c3
-def _pow2(n: int) -> int:
-    "Smallest power of two >= n (1 for n <= 1)."
-    return 1 << max(0, int(n) - 1).bit_length()
-
-def _grid2d(nx: int, ny: int, nz: int):
-    "(grid, block) covering nx x ny threads per z-slice, block (<=32, <=256/bx)."
-    bx = min(32, _pow2(nx)); by = min(256 // bx, _pow2(ny))
-    return (cdiv(nx, bx), cdiv(ny, by), nz), (bx, by)
-
 def _row_threads(n: int) -> int:
-    "Threads per row block for rows of n keys: min(ROW_THREADS, pow2(n)), a power of two <= ROW_MAX_THREADS (the shared arrays' length)."
-    return min(ROW_THREADS, ROW_MAX_THREADS, _pow2(n))
-
-def _check_buf(a, name: str, shape: tuple, dtype, fn: str):
-    "Raise ValueError unless array `a` has exactly `shape` and `dtype`."
-    if tuple(a.shape) != tuple(shape) or np.dtype(a.dtype) != np.dtype(dtype):
-        raise ValueError(f"{fn}: {name} must be {np.dtype(dtype).name} of shape {tuple(shape)}, got {np.dtype(a.dtype).name} {tuple(a.shape)}")
-
-def _check_side(dev: bool, fn: str, **arrays):
-    "Raise ValueError if any given array is not on the same side (device or host) as q."
-    for name, a in arrays.items():
-        if a is not None and on_device(a) != dev:
-            raise ValueError(f"{fn}: {name} is a {'NumPy' if dev else 'device'} array but q is a {'device' if dev else 'NumPy'} array")
+    "Threads per row block for rows of n keys: min(ROW_THREADS, next_pow2(n)), a power of two <= ROW_MAX_THREADS (the shared buffer's length)."
+    return reduction_block("attention", min(ROW_THREADS, next_pow2(n)), limit=ROW_MAX_THREADS)
 
 _NO_SEG = None
 def _no_seg():
@@ -254,61 +278,37 @@ def _no_seg():
     return _NO_SEG
 
 def attention_forward(q, k, v, seg=None, out=None, probs=None):
-    "Causal/block-causal attention q, k, v [B,T,H,hd] -> (out[B,T,H,hd], probs[B,H,T,T]); NumPy -> reference, device float32 -> kernels."
-    fn = "attention_forward"
-    B, T, H, hd = _check_qkv(q, k, v, seg, fn)
-    dev = on_device(q)
-    _check_side(dev, fn, k=k, v=v, seg=seg, out=out, probs=probs)
-    dt = np.float32 if dev else q.dtype
-    if out is not None: _check_buf(out, "out", (B, T, H, hd), dt, fn)
-    if probs is not None: _check_buf(probs, "probs", (B, H, T, T), dt, fn)
-    if not dev:
-        o, p = attention_forward_ref(q, k, v, seg)
-        if out is not None: out[...] = o; o = out
-        if probs is not None: probs[...] = p; p = probs
-        return o, p
-    _check_buf(q, "q", (B, T, H, hd), np.float32, fn)
+    "Causal/block-causal attention q, k, v [B,T,H,hd] -> (out[B,T,H,hd], probs[B,H,T,T]); NumPy float32 -> attention_forward_cpu, other NumPy -> reference, device float32 -> kernels."
+    if not on_device(q):
+        f = attention_forward_cpu if q.dtype == np.float32 else attention_forward_ref
+        return f(q, k, v, seg, out=out, probs=probs)
+    _check_fwd("attention_forward", q, k, v, seg, out, probs)
+    B, T, H, hd = q.shape
     if out is None: out = cuda.device_array((B, T, H, hd), np.float32)
     if probs is None: probs = cuda.device_array((B, H, T, T), np.float32)
     if B * T == 0: return out, probs
     scale = np.float32(1 / math.sqrt(hd))
-    grid, block = _grid2d(T, T, B * H)
-    attn_scores_kernel[grid, block](q, k, _no_seg() if seg is None else seg, seg is not None, scale, np.float32(MASK_VALUE), probs)
+    attn_scores_kernel[grid2d(T, T, B * H)](q, k, _no_seg() if seg is None else seg, seg is not None, scale, np.float32(MASK_VALUE), probs)
     attn_softmax_kernel[B * H * T, _row_threads(T)](probs)
-    grid, block = _grid2d(H * hd, T, B)
-    attn_pv_kernel[grid, block](probs, v, np.float32(1.0), out)
+    attn_pv_kernel[grid2d(H * hd, T, B)](probs, v, np.float32(1.0), out)
     return out, probs
 
 def attention_backward(dout, q, k, v, probs, dq=None, dk=None, dv=None, dscores=None):
-    "Gradients (dq, dk, dv) [B,T,H,hd] of attention from dout and the forward's probs [B,H,T,T]; device: dscores is the (B,H,T,T) scratch."
-    fn = "attention_backward"
-    B, T, H, hd = _check_qkv(q, k, v, None, fn)
-    dev = on_device(q)
-    _check_side(dev, fn, dout=dout, k=k, v=v, probs=probs, dq=dq, dk=dk, dv=dv, dscores=dscores)
-    dt = np.float32 if dev else q.dtype
-    _check_buf(dout, "dout", (B, T, H, hd), dt, fn); _check_buf(probs, "probs", (B, H, T, T), dt, fn)
-    for name, a in (("dq", dq), ("dk", dk), ("dv", dv)):
-        if a is not None: _check_buf(a, name, (B, T, H, hd), dt, fn)
-    if dscores is not None: _check_buf(dscores, "dscores", (B, H, T, T), dt, fn)
-    if not dev:
-        grads = attention_backward_ref(dout, q, k, v, probs)
-        return tuple(g if buf is None else _fill(buf, g) for g, buf in zip(grads, (dq, dk, dv)))
-    _check_buf(q, "q", (B, T, H, hd), np.float32, fn)
+    "Gradients (dq, dk, dv) [B,T,H,hd] of attention from dout and the forward's probs [B,H,T,T]; dscores is the (B,H,T,T) scratch."
+    if not on_device(q):
+        f = attention_backward_cpu if q.dtype == np.float32 else attention_backward_ref
+        return f(dout, q, k, v, probs, dq=dq, dk=dk, dv=dv, dscores=dscores)
+    _check_bwd("attention_backward", dout, q, k, v, probs, dq, dk, dv, dscores)
+    B, T, H, hd = q.shape
     dq, dk, dv = (cuda.device_array((B, T, H, hd), np.float32) if a is None else a for a in (dq, dk, dv))
     if dscores is None: dscores = cuda.device_array((B, H, T, T), np.float32)
     if B * T == 0: return dq, dk, dv
     scale = np.float32(1 / math.sqrt(hd))
     one = np.float32(1.0)
-    g_prod, b_prod = _grid2d(H * hd, T, B)
-    g_sc, b_sc = _grid2d(T, T, B * H)
-    attn_ptv_kernel[g_prod, b_prod](probs, dout, one, dv)                                  # dV = Pᵀ dO
-    attn_scores_kernel[g_sc, b_sc](dout, v, _no_seg(), False, one, np.float32(0.0), dscores)  # dP = dO Vᵀ (causal part)
-    attn_dscores_kernel[B * H * T, _row_threads(T)](probs, dscores)                         # dS = P ⊙ (dP - rowsum)
-    attn_pv_kernel[g_prod, b_prod](dscores, k, scale, dq)                                  # dQ = dS K / √hd
-    attn_ptv_kernel[g_prod, b_prod](dscores, q, scale, dk)                                 # dK = dSᵀ Q / √hd
+    prod, sc = grid2d(H * hd, T, B), grid2d(T, T, B * H)
+    attn_ptv_kernel[prod](probs, dout, one, dv)                                  # dV = Pᵀ dO
+    attn_scores_kernel[sc](dout, v, _no_seg(), False, one, np.float32(0.0), dscores)  # dP = dO Vᵀ (causal part)
+    attn_dscores_kernel[B * H * T, _row_threads(T)](probs, dscores)              # dS = P ⊙ (dP - rowsum)
+    attn_pv_kernel[prod](dscores, k, scale, dq)                                  # dQ = dS K / √hd
+    attn_ptv_kernel[prod](dscores, q, scale, dk)                                 # dK = dSᵀ Q / √hd
     return dq, dk, dv
-
-def _fill(buf, a):
-    "Copy `a` into the NumPy buffer `buf` and return `buf`."
-    buf[...] = a
-    return buf

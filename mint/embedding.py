@@ -6,61 +6,59 @@
 from __future__ import annotations
 import math
 import numpy as np
-from numba import cuda, float32
-from .core import on_device, cdiv
+from numba import cuda, float32, njit
+from .core import on_device
+from .kernels import check_args, grid1d, fill
 
 # %% auto #0
-__all__ = ['EMB_BLOCK', 'embedding_forward_ref', 'embedding_backward_ref', 'embedding_gather_kernel',
-           'embedding_scatter_add_kernel', 'zero_2d_kernel', 'embedding_forward', 'embedding_backward']
+__all__ = ['embedding_forward_ref', 'embedding_backward_ref', 'embedding_backward_cpu', 'embedding_gather_kernel',
+           'embedding_scatter_add_kernel', 'embedding_forward', 'embedding_backward']
 
 # %% ../nbs/05_embedding.ipynb #cfee55ed
 def _check_ids(ids, vocab_size: int) -> None:
-    "ValueError unless `ids` is a 1-D integer array with every id in [0, vocab_size)."
-    if not np.issubdtype(np.dtype(ids.dtype), np.integer):
-        raise ValueError(f"token ids must be integers (int32/int64), got dtype {np.dtype(ids.dtype)}")
-    if ids.ndim != 1:
-        raise ValueError(f"token ids must be 1-D [N] (flatten [B,T] with .reshape(-1)), got shape {tuple(ids.shape)}")
+    "ValueError unless every id of the NumPy integer array `ids` is in [0, vocab_size)."
     if ids.size:
         lo, hi = int(ids.min()), int(ids.max())
         if lo < 0 or hi >= vocab_size:
             raise ValueError(f"token id out of range [0, {vocab_size}): min {lo}, max {hi}")
 
-def _check_shape(name: str, a, shape, dtype=None) -> None:
-    if tuple(a.shape) != tuple(shape): raise ValueError(f"{name} has shape {tuple(a.shape)}, expected {tuple(shape)}")
-    if dtype is not None and np.dtype(a.dtype) != np.dtype(dtype):
-        raise ValueError(f"{name} has dtype {np.dtype(a.dtype)}, expected {np.dtype(dtype)}")
-
 def embedding_forward_ref(ids: np.ndarray, weight: np.ndarray, out=None) -> np.ndarray:
     "x = weight[ids]·√d: ids int [N] in [0, V), weight [V,d] -> x [N,d], dtype of weight; ValueError on bad ids (§5.2)."
-    if weight.ndim != 2: raise ValueError(f"weight must be 2-D [V,d], got shape {weight.shape}")
+    check_args("embedding_forward", ids=(ids, ("N",), np.integer), weight=(weight, ("V", "d"), np.floating),
+               out=(out, ("N", "d"), weight.dtype.type), outs=("out",))
     _check_ids(ids, weight.shape[0])
-    if out is not None: _check_shape("out", out, (ids.shape[0], weight.shape[1]), weight.dtype)
     x = np.take(weight, ids, axis=0, out=out)
     x *= weight.dtype.type(math.sqrt(weight.shape[1]))
     return x
 
 def embedding_backward_ref(ids: np.ndarray, dx: np.ndarray, vocab_size: int, out=None) -> np.ndarray:
     "dweight[v] = √d·Σ_{n: ids[n]=v} dx[n]: ids [N], dx [N,d] -> dweight [V,d] (repeated ids add up); `out` is overwritten."
+    check_args("embedding_backward", ids=(ids, ("N",), np.integer), dx=(dx, ("N", "d"), np.floating),
+               dweight=(out, (vocab_size, "d"), dx.dtype.type), outs=("dweight",))
     _check_ids(ids, vocab_size)
-    if dx.ndim != 2 or dx.shape[0] != ids.shape[0]:
-        raise ValueError(f"dx must be [N,d] with N = len(ids) = {ids.shape[0]}, got shape {dx.shape}")
     if out is None: out = np.zeros((vocab_size, dx.shape[1]), dtype=dx.dtype)
-    else:
-        _check_shape("dweight", out, (vocab_size, dx.shape[1]), dx.dtype)
-        out.fill(0)
+    else: out.fill(0)
     np.add.at(out, ids, dx)              # unbuffered: a repeated id adds every one of its rows
     out *= dx.dtype.type(math.sqrt(dx.shape[1]))
     return out
 
-# %% ../nbs/05_embedding.ipynb #e28dc7f6
-EMB_BLOCK = 256  # threads per block (1-D)
+# %% ../nbs/05_embedding.ipynb #40b67329
+@njit(cache=True)
+def embedding_backward_cpu(ids, dx, dweight, scale):
+    "dweight = 0, then dweight[ids[n]] += scale·dx[n] for every n in order (ids already checked); returns dweight."
+    dweight[...] = 0
+    for n in range(ids.shape[0]):
+        t = ids[n]
+        for j in range(dx.shape[1]):
+            dweight[t, j] += dx[n, j] * scale
+    return dweight
 
+# %% ../nbs/05_embedding.ipynb #e28dc7f6
 @cuda.jit
 def embedding_gather_kernel(ids, weight, out, scale):
-    "out[n, j] = weight[ids[n], j]·scale, one thread per (n, j); an id outside [0, V) gives a zero row."
-    i = cuda.grid(1)
+    "out[n, j] = weight[ids[n], j]·scale, grid-stride over the N·d elements; an id outside [0, V) gives a zero row."
     d = out.shape[1]
-    if i < out.shape[0] * d:
+    for i in range(cuda.grid(1), out.shape[0] * d, cuda.gridsize(1)):
         n = i // d
         j = i - n * d
         t = ids[n]
@@ -71,67 +69,47 @@ def embedding_gather_kernel(ids, weight, out, scale):
 
 @cuda.jit
 def embedding_scatter_add_kernel(ids, dx, dweight, scale):
-    "dweight[ids[n], j] += dx[n, j]·scale with atomics, one thread per (n, j); ids outside [0, V) are skipped."
-    i = cuda.grid(1)
+    "dweight[ids[n], j] += dx[n, j]·scale with atomics, grid-stride over the N·d elements; ids outside [0, V) are skipped."
     d = dx.shape[1]
-    if i < dx.shape[0] * d:
+    for i in range(cuda.grid(1), dx.shape[0] * d, cuda.gridsize(1)):
         n = i // d
         j = i - n * d
         t = ids[n]
         if t >= 0 and t < dweight.shape[0]:
             cuda.atomic.add(dweight, (t, j), dx[n, j] * scale)
 
-@cuda.jit
-def zero_2d_kernel(a):
-    "a[:, :] = 0, one thread per element."
-    i = cuda.grid(1)
-    if i < a.shape[0] * a.shape[1]:
-        a[i // a.shape[1], i % a.shape[1]] = float32(0.0)
-
 # %% ../nbs/05_embedding.ipynb #66c18bae
 def _device_ids(ids, vocab_size: int, check_ids: bool):
-    "Checked ids as a device array (copied over if NumPy)."
+    "The (already type-checked) ids as a device array: NumPy ids are range-checked and copied over; device ids are copied back to check them if `check_ids`."
     if on_device(ids):
         if check_ids: _check_ids(ids.copy_to_host(), vocab_size)
-        elif not np.issubdtype(np.dtype(ids.dtype), np.integer) or ids.ndim != 1:
-            raise ValueError(f"token ids must be a 1-D integer array, got {np.dtype(ids.dtype)} {tuple(ids.shape)}")
         return ids
-    ids = np.asarray(ids)
     _check_ids(ids, vocab_size)
     return cuda.to_device(ids)
 
-def _check_f32_device(**arrays) -> None:
-    for k, a in arrays.items():
-        if a is None: continue
-        if not on_device(a): raise ValueError(f"{k} must be a device array when the others are (got NumPy)")
-        if np.dtype(a.dtype) != np.float32: raise ValueError(f"{k}: device path needs float32, got {np.dtype(a.dtype)}")
-
 def embedding_forward(ids, weight, out=None, check_ids: bool = True):
-    "x = weight[ids]·√d -> [N,d]: NumPy weight -> reference; float32 device weight -> gather kernel, device array."
-    if not on_device(weight):
-        if on_device(ids) or (out is not None and on_device(out)): raise ValueError("weight is NumPy: pass NumPy ids and out too")
-        return embedding_forward_ref(np.asarray(ids), weight, out=out)
-    _check_f32_device(weight=weight, out=out)
-    if weight.ndim != 2: raise ValueError(f"weight must be 2-D [V,d], got shape {tuple(weight.shape)}")
+    "x = weight[ids]·√d -> [N,d]: NumPy weight -> reference; float32 device weight -> gather kernel, device array (ids NumPy or device)."
+    fn = "embedding_forward"
+    check_args(fn, ids=(ids, ("N",), np.integer))                   # either side: NumPy ids go to the weight's device
+    if not check_args(fn, weight=(weight, ("V", "d"), np.floating), out=(out, (ids.shape[0], "d"), weight.dtype.type), outs=("out",)):
+        check_args(fn, weight=weight, ids=ids)
+        return embedding_forward_ref(ids, weight, out=out)
     V, d = weight.shape
-    d_ids = _device_ids(ids, V, check_ids)
-    N = d_ids.shape[0]
-    if out is None: out = cuda.device_array((N, d), dtype=np.float32)
-    else: _check_shape("out", out, (N, d))
-    embedding_gather_kernel[cdiv(N * d, EMB_BLOCK), EMB_BLOCK](d_ids, weight, out, np.float32(math.sqrt(d)))
+    ids = _device_ids(ids, V, check_ids)
+    if out is None: out = cuda.device_array((ids.shape[0], d), dtype=np.float32)
+    embedding_gather_kernel[grid1d(out.size)](ids, weight, out, np.float32(math.sqrt(d)))
     return out
 
 def embedding_backward(ids, dx, dweight, check_ids: bool = True):
     "Zero `dweight` [V,d], then add √d·dx[n] into row ids[n] for every n (repeats accumulate); returns dweight."
-    if not on_device(dx):
-        if on_device(ids) or on_device(dweight): raise ValueError("dx is NumPy: pass NumPy ids and dweight too")
-        return embedding_backward_ref(np.asarray(ids), dx, dweight.shape[0], out=dweight)
-    _check_f32_device(dx=dx, dweight=dweight)
-    if dx.ndim != 2: raise ValueError(f"dx must be 2-D [N,d], got shape {tuple(dx.shape)}")
-    N, d = dx.shape
-    if dweight.ndim != 2 or dweight.shape[1] != d: raise ValueError(f"dweight must be [V,{d}], got shape {tuple(dweight.shape)}")
-    d_ids = _device_ids(ids, dweight.shape[0], check_ids)
-    if d_ids.shape[0] != N: raise ValueError(f"dx must be [N,d] with N = len(ids) = {d_ids.shape[0]}, got shape {tuple(dx.shape)}")
-    zero_2d_kernel[cdiv(dweight.shape[0] * d, EMB_BLOCK), EMB_BLOCK](dweight)
-    embedding_scatter_add_kernel[cdiv(N * d, EMB_BLOCK), EMB_BLOCK](d_ids, dx, dweight, np.float32(math.sqrt(d)))
+    fn = "embedding_backward"
+    check_args(fn, ids=(ids, ("N",), np.integer))
+    if not check_args(fn, dx=(dx, (ids.shape[0], "d"), np.floating), dweight=(dweight, (None, "d"), dx.dtype.type), outs=("dweight",)):
+        check_args(fn, dx=dx, ids=ids)
+        if dx.dtype != np.float32: return embedding_backward_ref(ids, dx, dweight.shape[0], out=dweight)
+        _check_ids(ids, dweight.shape[0])
+        return embedding_backward_cpu(ids, dx, dweight, np.float32(math.sqrt(dx.shape[1])))
+    ids = _device_ids(ids, dweight.shape[0], check_ids)
+    fill(dweight, 0)
+    if dx.size: embedding_scatter_add_kernel[grid1d(dx.size)](ids, dx, dweight, np.float32(math.sqrt(dx.shape[1])))
     return dweight

@@ -4,14 +4,15 @@
 
 # %% ../nbs/03_kernels.ipynb #8fe39b61
 from __future__ import annotations
-import math
+import functools, math
 import numpy as np
 from numba import cuda, float32
 from .core import on_device, simulator_enabled, cdiv
 
 # %% auto #0
-__all__ = ['THREADS', 'MAX_BLOCKS', 'grid1d', 'grid2d', 'check_args', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel',
-           'swap01_kernel', 'copy', 'add', 'swap01']
+__all__ = ['THREADS', 'MAX_BLOCKS', 'grid1d', 'next_pow2', 'grid2d', 'check_args', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel',
+           'add_kernel', 'swap01_kernel', 'copy', 'add', 'swap01', 'block_sum', 'block_max', 'block_sum_y',
+           'reduction_block']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
 THREADS = 32 if simulator_enabled() else 256       # threads per block of 1-D (grid-stride) launches
@@ -24,14 +25,14 @@ def grid1d(n: int, threads: int | None = None, max_blocks: int | None = None) ->
     return max(1, min(cdiv(n, t), MAX_BLOCKS if max_blocks is None else int(max_blocks))), t
 
 # %% ../nbs/03_kernels.ipynb #eddf87fb
-def _pow2(n: int) -> int:
+def next_pow2(n: int) -> int:
     "Smallest power of two >= n (1 for n <= 1)."
     return 1 << max(0, int(n) - 1).bit_length()
 
 def grid2d(nx: int, ny: int, nz: int = 1, block: tuple[int, int] | None = None) -> tuple[tuple, tuple]:
     "`(grid, block)` covering `nx × ny` threads in each of `nz` slices: `block` (bx, by), or x up to 32 and bx·by up to 256. Use as `kernel[grid2d(nx, ny, nz)](...)`."
     if block is None:
-        bx = min(32, _pow2(nx)); by = min(256 // bx, _pow2(ny))
+        bx = min(32, next_pow2(nx)); by = min(256 // bx, next_pow2(ny))
     else: bx, by = (int(b) for b in block)
     if not (bx >= 1 and by >= 1 and bx * by <= 1024): raise ValueError(f"block {block} must have 1 to 1024 threads")
     return (cdiv(nx, bx), cdiv(ny, by), nz), (bx, by)
@@ -40,29 +41,52 @@ def grid2d(nx: int, ny: int, nz: int = 1, block: tuple[int, int] | None = None) 
 def _side(a) -> str: return "device" if on_device(a) else "NumPy"
 
 class _Layout:
-    "An object NumPy can view: the address, shape and strides of an array, never dereferenced."
+    "Where an array's elements lie: address, shape, strides, and the byte span [lo, hi) they fall in. NumPy can view it (never dereferenced)."
     def __init__(self, a):
         iface = a.__cuda_array_interface__ if hasattr(a, "__cuda_array_interface__") else a.__array_interface__
-        self.__array_interface__ = {"shape": tuple(a.shape), "strides": tuple(a.strides), "version": 3,
-                                    "typestr": np.dtype(a.dtype).str, "data": (iface["data"][0], False)}
+        self.a, self.key = a, (iface["data"][0], tuple(a.shape), tuple(a.strides))
+        self.empty = a.size == 0
+        lo = hi = self.key[0]
+        for n, st in zip(self.key[1], self.key[2]):
+            if st < 0: lo += (n - 1) * st
+            else: hi += (n - 1) * st
+        self.lo, self.hi = lo, hi + a.dtype.itemsize
+    @property
+    def __array_interface__(self):
+        ptr, shape, strides = self.key
+        return {"shape": shape, "strides": strides, "version": 3, "typestr": np.dtype(self.a.dtype).str, "data": (ptr, False)}
 
-def _overlap(a, b) -> bool:
-    "Do NumPy or device arrays `a` and `b` share an element? (Exact: np.shares_memory on their layouts; no data is read.)"
-    if a.size == 0 or b.size == 0: return False
-    return bool(np.shares_memory(np.asarray(_Layout(a)), np.asarray(_Layout(b))))
-
-def _same_view(a, b) -> bool:
-    "Same memory, shape and strides: element i of `a` is element i of `b`."
-    la, lb = _Layout(a).__array_interface__, _Layout(b).__array_interface__
-    return (la["data"], la["shape"], la["strides"]) == (lb["data"], lb["shape"], lb["strides"])
+def _overlap(la: _Layout, lb: _Layout) -> bool:
+    "Do the two arrays share an element? Disjoint byte spans: no; else exact, np.shares_memory on the layouts (no data is read)."
+    if la.empty or lb.empty or la.hi <= lb.lo or lb.hi <= la.lo: return False
+    return la.key == lb.key or bool(np.shares_memory(np.asarray(la), np.asarray(lb)))
 
 def _type_name(t) -> str:
     if isinstance(t, tuple): return " or ".join(_type_name(x) for x in t)
     return {np.floating: "float", np.integer: "integer"}.get(t, None) or np.dtype(t).name
 
-def _shape_name(shape) -> str:
+def _shape_name(shape, dims: dict) -> str:
     if all(s is None for s in shape): return f"{len(shape)}-D"
-    return "of shape (" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+    names = ["*" if s is None else str(dims.get(s, s)) for s in shape]
+    return "of shape (" + ", ".join(names) + ("," if len(shape) == 1 else "") + ")"
+
+def _shape_ok(shape, got: tuple, dims: dict) -> bool:
+    "Does `got` match `shape` (ints exact, None any, names equal to their bound length)? Binds new names in `dims` if so."
+    if len(got) != len(shape): return False
+    new = dict(dims)
+    for s, n in zip(shape, got):
+        if isinstance(s, str): s = new.setdefault(s, n)
+        if s is not None and s != n: return False
+    dims.update(new)
+    return True
+
+def _dtypes(dtype, dev: bool) -> tuple:
+    ts = dtype if isinstance(dtype, tuple) else (dtype,)
+    return tuple(np.float32 if dev and t is np.floating else t for t in ts)
+
+@functools.lru_cache(maxsize=None)
+def _dtype_ok(dt: np.dtype, dtype, dev: bool) -> bool:
+    return any(np.issubdtype(dt, t) for t in _dtypes(dtype, dev))
 
 def check_args(fn: str, /, outs: tuple = (), inplace: bool = False, **args) -> bool:
     "Check a launcher's arrays, each `name=array` or `name=(array, shape, dtype)`; True for the device path. ValueError naming `fn` and the argument on: a mix of NumPy and device arrays, a wrong dtype or shape, an output in `outs` overlapping another argument (with `inplace`, an output may be exactly an input)."
@@ -71,23 +95,22 @@ def check_args(fn: str, /, outs: tuple = (), inplace: bool = False, **args) -> b
     if not spec: return False
     first = next(iter(spec))
     dev = on_device(spec[first][0])
+    dims = {}                                            # named lengths ("N", "d", ...), bound by first use
     for k, (a, shape, dtype) in spec.items():
         if on_device(a) != dev:
             raise ValueError(f"{fn}: {k} is a {_side(a)} array but {first} is a {_side(spec[first][0])} array: "
                              "pass all NumPy or all device arrays")
-        if dtype is not None and dev:
-            dtype = tuple(np.float32 if t is np.floating else t for t in (dtype if isinstance(dtype, tuple) else (dtype,)))
-        ok_dtype = dtype is None or any(np.issubdtype(np.dtype(a.dtype), t) for t in (dtype if isinstance(dtype, tuple) else (dtype,)))
-        ok_shape = shape is None or (len(a.shape) == len(shape) and all(s is None or s == n for s, n in zip(shape, a.shape)))
-        if not (ok_dtype and ok_shape):
-            want = " ".join(w for w in ((_type_name(dtype) if dtype is not None else ""),
-                                        (_shape_name(shape) if shape is not None else "")) if w)
+        ok_dtype = dtype is None or _dtype_ok(np.dtype(a.dtype), dtype, dev)
+        if not (ok_dtype and (shape is None or _shape_ok(shape, tuple(a.shape), dims))):
+            want = " ".join(w for w in ((_type_name(_dtypes(dtype, dev)) if dtype is not None else ""),
+                                        (_shape_name(shape, dims) if shape is not None else "")) if w)
             raise ValueError(f"{fn}: {k} must be {want}, got {np.dtype(a.dtype).name} {tuple(a.shape)}")
+    lay = {k: _Layout(v[0]) for k, v in spec.items()} if any(o in spec for o in outs) else {}
     for o in outs:
         if o not in spec: continue
-        for k, (a, _, _) in spec.items():
-            if k == o or not _overlap(spec[o][0], a): continue
-            if inplace and k not in outs and _same_view(spec[o][0], a): continue
+        for k in spec:
+            if k == o or not _overlap(lay[o], lay[k]): continue
+            if inplace and k not in outs and lay[o].key == lay[k].key: continue
             why = f" without being {k} itself (the one overlap in place allows)" if inplace and k not in outs else ""
             raise ValueError(f"{fn}: {o} overlaps {k}{why}: pass a separate buffer")
     return dev
@@ -187,3 +210,47 @@ def swap01(src, dst):
         if src.size: swap01_kernel[grid1d(src.size)](src, dst)
     else: np.copyto(dst, src.transpose(1, 0, 2))
     return dst
+
+# %% ../nbs/03_kernels.ipynb #6fc7797e
+@cuda.jit(device=True)
+def _tree(buf, value, lane, n, step, base, is_max):
+    "Tree-reduce `value` of n lanes (n a power of two) in shared `buf` slots base + lane·step; every lane gets the result; ends with a barrier."
+    slot = base + lane * step
+    buf[slot] = value
+    cuda.syncthreads()                     # (1) every partial written before round one reads its partner's
+    s = n // 2
+    while s > 0:
+        if lane < s:
+            other = buf[slot + s * step]
+            if is_max:
+                if other > buf[slot]:
+                    buf[slot] = other
+            else:
+                buf[slot] += other
+        cuda.syncthreads()                 # (2) this round done before the next one (or the result) is read
+        s //= 2
+    result = buf[base]
+    cuda.syncthreads()                     # (3) everyone has read the result before anyone writes buf again
+    return result
+
+@cuda.jit(device=True)
+def block_sum(buf, value):
+    "Sum of `value` over the threads of a 1-D block, returned to every thread; `buf`: shared, >= blockDim.x (a power of two) slots; reusable on return."
+    return _tree(buf, value, cuda.threadIdx.x, cuda.blockDim.x, 1, 0, False)
+
+@cuda.jit(device=True)
+def block_max(buf, value):
+    "Max of `value` over the threads of a 1-D block, returned to every thread; `buf`: shared, >= blockDim.x (a power of two) slots; reusable on return."
+    return _tree(buf, value, cuda.threadIdx.x, cuda.blockDim.x, 1, 0, True)
+
+@cuda.jit(device=True)
+def block_sum_y(buf, value):
+    "Sum of `value` over threadIdx.y for each threadIdx.x of a 2-D block (blockDim.y a power of two), returned to that column's threads; `buf`: shared, >= blockDim.x·blockDim.y slots."
+    return _tree(buf, value, cuda.threadIdx.y, cuda.blockDim.y, cuda.blockDim.x, cuda.threadIdx.x, False)
+
+def reduction_block(fn: str, threads: int | None = None, default: int = THREADS, limit: int = 1024) -> int:
+    "Threads per block for a kernel that calls block_sum/block_max: `threads` or `default`; ValueError naming `fn` unless a power of two in [1, limit] (`limit`: the kernel's shared buffer length)."
+    t = default if threads is None else int(threads)
+    if t < 1 or t > limit or t & (t - 1):
+        raise ValueError(f"{fn}: threads per block must be a power of two in [1, {limit}], got {threads}")
+    return t

@@ -6,23 +6,21 @@
 from __future__ import annotations
 import math
 import numpy as np
-from numba import cuda, float32, float64
+from numba import cuda, float32, float64, njit
 from .core import on_device, simulator_enabled
+from .kernels import check_args, block_max, block_sum, reduction_block
 
 # %% auto #0
-__all__ = ['CE_MAX_BLOCK', 'CE_BLOCK', 'check_targets', 'cross_entropy_ref', 'ce_count_kernel', 'cross_entropy_kernel',
-           'ce_loss_kernel', 'cross_entropy']
+__all__ = ['CE_MAX_BLOCK', 'CE_BLOCK', 'check_targets', 'cross_entropy_ref', 'cross_entropy_cpu', 'ce_count_kernel',
+           'cross_entropy_kernel', 'ce_loss_kernel', 'cross_entropy']
 
 # %% ../nbs/10_loss.ipynb #a6bbc0bd
-def _check_ce(logits, targets, loss_mask, fn: str):
-    "Raise ValueError unless logits is float [N,V], targets integer [N], loss_mask float [N]."
-    if len(logits.shape) != 2: raise ValueError(f"{fn}: logits must be 2-D (N, V), got shape {tuple(logits.shape)}")
-    n = logits.shape[0]
-    if np.dtype(logits.dtype).kind != "f": raise ValueError(f"{fn}: logits must be float, got {logits.dtype}")
-    if tuple(targets.shape) != (n,) or np.dtype(targets.dtype).kind not in "iu":
-        raise ValueError(f"{fn}: targets must be integer of shape ({n},), got {targets.dtype} {tuple(targets.shape)}")
-    if tuple(loss_mask.shape) != (n,) or np.dtype(loss_mask.dtype).kind != "f":
-        raise ValueError(f"{fn}: loss_mask must be float of shape ({n},), got {loss_mask.dtype} {tuple(loss_mask.shape)}")
+def _check_ce(fn: str, logits, targets, loss_mask, dlogits=None, loss_out=None, scratch=None) -> bool:
+    "check_args: logits float [N,V], targets integer [N], loss_mask float [N], dlogits like logits (may be logits); device: loss_out float (1,), scratch float32 (N+1,). True on the device path."
+    return check_args(fn, logits=(logits, ("N", "V"), np.floating), targets=(targets, ("N",), np.integer),
+                      loss_mask=(loss_mask, ("N",), np.floating), dlogits=(dlogits, ("N", "V"), logits.dtype.type),
+                      loss_out=(loss_out, (1,), np.floating if not on_device(logits) else (np.float32, np.float64)),
+                      scratch=(scratch, (logits.shape[0] + 1,), np.float32), outs=("dlogits", "loss_out", "scratch"), inplace=True)
 
 def check_targets(targets: np.ndarray, vocab_size: int):
     "Raise ValueError naming the first row whose target is outside [0, vocab_size) (§13 bug 4)."
@@ -30,25 +28,69 @@ def check_targets(targets: np.ndarray, vocab_size: int):
     if bad.size:
         raise ValueError(f"targets must be in [0, {vocab_size}): row {bad[0]} has target {targets[bad[0]]} ({bad.size} bad rows)")
 
-def cross_entropy_ref(logits: np.ndarray, targets: np.ndarray, loss_mask: np.ndarray):
-    "Masked mean cross-entropy: logits[N,V], targets[N] int, loss_mask[N] -> (loss float, dlogits[N,V] in logits' dtype) (§5.8)."
-    _check_ce(logits, targets, loss_mask, "cross_entropy_ref")
+def cross_entropy_ref(logits: np.ndarray, targets: np.ndarray, loss_mask: np.ndarray, dlogits=None):
+    "Masked mean cross-entropy: logits[N,V], targets[N] int, loss_mask[N] -> (loss float, dlogits[N,V] in logits' dtype) (§5.8); dlogits written into the given buffer (may be logits)."
+    _check_ce("cross_entropy_ref", logits, targets, loss_mask, dlogits)
     n, v = logits.shape
     check_targets(targets, v)
     count = float(loss_mask.sum(dtype=np.float64))                  # N_mask
-    if n == 0: return 0.0, np.zeros_like(logits)
+    if dlogits is None: dlogits = np.empty_like(logits)
+    if n == 0 or count == 0:                                        # nothing to score (not "count <= 0": NaN must not pass)
+        dlogits[...] = 0
+        return 0.0, dlogits
     rows = np.arange(n)
     m = logits.max(axis=1, keepdims=True)                           # [N,1] row max
-    p = np.exp(logits - m)                                          # [N,V] e^{z-m} in (0, 1]: the one big temporary
+    z_t = logits[rows, targets] - m[:, 0]                           # [N] target logit - max (read before dlogits may overwrite logits)
+    p = np.subtract(logits, m, out=dlogits)                         # [N,V] e^{z-m} in (0, 1], built in dlogits' memory
+    np.exp(p, out=p)
     s = p.sum(axis=1)                                               # [N] >= 1
-    nll = np.log(s) - (logits[rows, targets] - m[:, 0])             # [N] -log P(target)
-    if count == 0: return 0.0, np.zeros_like(logits)                # nothing to score (not "count <= 0": NaN must not pass)
+    nll = np.log(s) - z_t                                           # [N] -log P(target)
     w = loss_mask.astype(logits.dtype) / logits.dtype.type(count)
     loss = float(np.dot(loss_mask.astype(np.float64), nll) / count)   # NaN in the mask -> NaN loss, so the run stops
     p /= s[:, None]                                                 # P, in place
     p[rows, targets] -= 1                                           # P - onehot
     p *= w[:, None]                                                 # * mask / N_mask
     return loss, p
+
+# %% ../nbs/10_loss.ipynb #def99b3e
+@njit(cache=True)
+def _ce_shift_cpu(logits, m, targets, out, zt):
+    "out[r] = logits[r] - m[r] row by row, after zt[r] = logits[r, targets[r]] - m[r] (so out may be logits)."
+    for r in range(logits.shape[0]):
+        zt[r] = np.float64(logits[r, targets[r]]) - m[r]
+        for j in range(logits.shape[1]):
+            out[r, j] = logits[r, j] - m[r]
+
+@njit(cache=True, fastmath={"reassoc"})
+def _ce_finish_cpu(e, targets, loss_mask, count, zt):
+    "e[r] holds exp(z - m): turn each row into (P - onehot)·mask/count in place; return Σ mask·(log Σe - zt) in float64."
+    total = 0.0
+    for r in range(e.shape[0]):
+        s = 0.0
+        for j in range(e.shape[1]):
+            s += e[r, j]
+        w = loss_mask[r] / count
+        inv = w / s
+        for j in range(e.shape[1]):
+            e[r, j] *= inv
+        e[r, targets[r]] -= w
+        total += loss_mask[r] * (math.log(s) - zt[r])
+    return total
+
+def cross_entropy_cpu(logits: np.ndarray, targets: np.ndarray, loss_mask: np.ndarray, dlogits=None):
+    "cross_entropy_ref's result for float32 logits in three passes (two compiled loops around NumPy's exp): (loss float, dlogits); dlogits may be logits."
+    _check_ce("cross_entropy", logits, targets, loss_mask, dlogits)
+    n, v = logits.shape
+    check_targets(targets, v)
+    count = float(loss_mask.sum(dtype=np.float64))
+    if dlogits is None: dlogits = np.empty_like(logits)
+    if n == 0 or count == 0:
+        dlogits[...] = 0
+        return 0.0, dlogits
+    zt = np.empty(n)
+    _ce_shift_cpu(logits, logits.max(axis=1), targets, dlogits, zt)
+    np.exp(dlogits, out=dlogits)
+    return _ce_finish_cpu(dlogits, targets, loss_mask, count, zt) / count, dlogits
 
 # %% ../nbs/10_loss.ipynb #5534f9a5
 CE_MAX_BLOCK = 1024                                    # shared buffers' size; the largest block allowed
@@ -64,16 +106,9 @@ def ce_count_kernel(loss_mask, scratch):
     acc = float64(0.0)
     for i in range(t, n, nt):
         acc += loss_mask[i]
-    buf[t] = acc
-    cuda.syncthreads()                                 # all partial counts written before they are combined
-    s = nt // 2
-    while s > 0:
-        if t < s:
-            buf[t] += buf[t + s]
-        cuda.syncthreads()                             # each round done before the next reads
-        s //= 2
+    total = block_sum(buf, acc)
     if t == 0:
-        scratch[n] = buf[0]
+        scratch[n] = total
 
 @cuda.jit
 def cross_entropy_kernel(logits, targets, loss_mask, scratch, dlogits):
@@ -82,8 +117,7 @@ def cross_entropy_kernel(logits, targets, loss_mask, scratch, dlogits):
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
     n_rows, v = logits.shape
-    smax = cuda.shared.array(CE_MAX_BLOCK, float32)    # pass 1: row max
-    ssum = cuda.shared.array(CE_MAX_BLOCK, float32)    # pass 2: row sum -- its own array (§16 case 4)
+    buf = cuda.shared.array(CE_MAX_BLOCK, float32)     # one buffer for both reductions (each ends with a barrier)
     tgt = targets[row]
     valid = tgt >= 0 and tgt < v
     z_t = float32(0.0)
@@ -92,27 +126,11 @@ def cross_entropy_kernel(logits, targets, loss_mask, scratch, dlogits):
     m = float32(-math.inf)
     for j in range(t, v, nt):
         m = max(m, logits[row, j])
-    smax[t] = m
-    cuda.syncthreads()                                 # (1) every thread's max written before the tree reads
-    s = nt // 2
-    while s > 0:
-        if t < s:
-            smax[t] = max(smax[t], smax[t + s])
-        cuda.syncthreads()                             # (2) round done before the next; smax[0] final at the end
-        s //= 2
-    m = smax[0]
+    m = block_max(buf, m)                              # pass 1: the row max, in every thread
     acc = float32(0.0)
     for j in range(t, v, nt):
         acc += math.exp(logits[row, j] - m)            # argument <= 0: no overflow
-    ssum[t] = acc
-    cuda.syncthreads()                                 # (3) every partial sum written before the tree reads
-    s = nt // 2
-    while s > 0:
-        if t < s:
-            ssum[t] += ssum[t + s]
-        cuda.syncthreads()                             # (4) round done before the next; ssum[0] final at the end
-        s //= 2
-    total = ssum[0]
+    total = block_sum(buf, acc)                        # pass 2: the row sum, same buffer
     count = scratch[n_rows]
     mk = loss_mask[row]
     scale = mk / count if count > 0 else float32(0.0)
@@ -138,50 +156,22 @@ def ce_loss_kernel(scratch, loss_out):
     acc = float64(0.0)
     for i in range(t, n, nt):
         acc += scratch[i]
-    buf[t] = acc
-    cuda.syncthreads()                                 # all partial sums written before they are combined
-    s = nt // 2
-    while s > 0:
-        if t < s:
-            buf[t] += buf[t + s]
-        cuda.syncthreads()                             # each round done before the next reads
-        s //= 2
+    total = block_sum(buf, acc)
     if t == 0:
         count = float64(scratch[n])
-        loss_out[0] = buf[0] / count if count > 0 else buf[0] * 0.0
+        loss_out[0] = total / count if count > 0 else total * 0.0
 
 # %% ../nbs/10_loss.ipynb #59cb1dcd
-def _check_buf(a, name: str, shape: tuple, dtypes, fn: str):
-    "Raise ValueError unless array `a` has exactly `shape` and one of `dtypes`."
-    dtypes = [np.dtype(d) for d in (dtypes if isinstance(dtypes, (list, tuple)) else [dtypes])]
-    if tuple(a.shape) != tuple(shape) or np.dtype(a.dtype) not in dtypes:
-        want = " or ".join(d.name for d in dtypes)
-        raise ValueError(f"{fn}: {name} must be {want} of shape {tuple(shape)}, got {np.dtype(a.dtype).name} {tuple(a.shape)}")
-
 def cross_entropy(logits, targets, loss_mask, dlogits=None, loss_out=None, scratch=None, block: int | None = None):
     "Masked mean CE and its gradient: NumPy -> (loss float, dlogits); device (float32) -> (loss_out (1,) device array, dlogits) via the fused kernel."
     fn = "cross_entropy"
-    _check_ce(logits, targets, loss_mask, fn)
-    n, v = logits.shape
-    dev = on_device(logits)
-    for k, a in dict(targets=targets, loss_mask=loss_mask, dlogits=dlogits, loss_out=loss_out, scratch=scratch).items():
-        if a is not None and on_device(a) != dev:
-            raise ValueError(f"{fn}: {k} is a {'NumPy' if dev else 'device'} array but logits is a {'device' if dev else 'NumPy'} array")
-    if not dev:
-        if dlogits is not None: _check_buf(dlogits, "dlogits", (n, v), logits.dtype, fn)
-        loss, dl = cross_entropy_ref(logits, targets, loss_mask)
-        if dlogits is not None: dlogits[...] = dl; dl = dlogits
+    if not _check_ce(fn, logits, targets, loss_mask, dlogits, loss_out, scratch):
+        f = cross_entropy_cpu if logits.dtype == np.float32 else cross_entropy_ref
+        loss, dl = f(logits, targets, loss_mask, dlogits=dlogits)
         if loss_out is not None: loss_out[0] = loss
         return loss, dl
-    _check_buf(logits, "logits", (n, v), np.float32, fn)
-    _check_buf(loss_mask, "loss_mask", (n,), np.float32, fn)
-    _check_buf(targets, "targets", (n,), (np.int32, np.int64), fn)
-    if dlogits is not None: _check_buf(dlogits, "dlogits", (n, v), np.float32, fn)
-    if loss_out is not None: _check_buf(loss_out, "loss_out", (1,), (np.float32, np.float64), fn)
-    if scratch is not None: _check_buf(scratch, "scratch", (n + 1,), np.float32, fn)
-    b = CE_BLOCK if block is None else int(block)
-    if b < 1 or b > CE_MAX_BLOCK or b & (b - 1):
-        raise ValueError(f"{fn}: block must be a power of two in [1, {CE_MAX_BLOCK}], got {block}")
+    b = reduction_block(fn, block, CE_BLOCK, CE_MAX_BLOCK)
+    n, v = logits.shape
     if dlogits is None: dlogits = cuda.device_array((n, v), np.float32)
     if loss_out is None: loss_out = cuda.device_array(1, np.float32)
     if scratch is None: scratch = cuda.device_array(n + 1, np.float32)

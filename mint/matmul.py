@@ -8,36 +8,22 @@ import functools
 import numpy as np
 from numba import cuda, float32
 from .core import on_device, cdiv
+from .kernels import check_args, grid2d, block_sum_y
 
 # %% auto #0
-__all__ = ['TILE', 'gemm_kernel', 'BIAS_BX', 'BIAS_BY', 'matmul_ref', 'linear_forward_ref', 'linear_backward_ref',
-           'make_gemm_kernel', 'gemm_grid', 'matmul', 'linear_forward', 'bias_grad_kernel', 'bias_grad',
-           'linear_backward']
+__all__ = ['TILE', 'gemm_kernel', 'BIAS_BX', 'BIAS_BY', 'BIAS_SLOTS', 'matmul_ref', 'linear_forward_ref', 'linear_backward_ref',
+           'make_gemm_kernel', 'matmul', 'linear_forward', 'bias_grad_kernel', 'bias_grad', 'linear_backward']
 
 # %% ../nbs/04_matmul.ipynb #14d49769
-def _check_2d(name: str, a) -> None:
-    if a.ndim != 2: raise ValueError(f"{name} must be 2-D, got shape {tuple(a.shape)}")
-
-def _gemm_dims(a, b, trans_a: bool, trans_b: bool) -> tuple[int, int, int]:
-    "(M, K, N) of op(a)·op(b) for 2-D `a`, `b`; ValueError when the inner dimensions differ."
-    _check_2d("a", a); _check_2d("b", b)
+def _gemm_dims(a, b, trans_a: bool, trans_b: bool, fn: str = "matmul", names=("a", "b")) -> tuple[int, int, int]:
+    "(M, K, N) of op(a)·op(b) for 2-D float `a`, `b` of one dtype; ValueError naming `fn` when they are not, or the inner dimensions differ."
+    check_args(fn, **{names[0]: (a, (None, None), np.floating), names[1]: (b, (None, None), np.dtype(a.dtype).type)})
     M, K = (a.shape[1], a.shape[0]) if trans_a else a.shape
     Kb, N = (b.shape[1], b.shape[0]) if trans_b else b.shape
     if K != Kb:
-        raise ValueError(f"matmul: inner dimensions differ: op(a) is {M}x{K}, op(b) is {Kb}x{N} "
-                         f"(a {tuple(a.shape)}, b {tuple(b.shape)}, trans_a={trans_a}, trans_b={trans_b})")
+        raise ValueError(f"{fn}: inner dimensions differ: op({names[0]}) is {M}x{K}, op({names[1]}) is {Kb}x{N} "
+                         f"({names[0]} {tuple(a.shape)}, {names[1]} {tuple(b.shape)}, trans_a={trans_a}, trans_b={trans_b})")
     return M, K, N
-
-def _check_out(name: str, out, shape: tuple, dtype) -> None:
-    if tuple(out.shape) != tuple(shape):
-        raise ValueError(f"{name} has shape {tuple(out.shape)}, expected {tuple(shape)}")
-    if np.dtype(out.dtype) != np.dtype(dtype):
-        raise ValueError(f"{name} has dtype {np.dtype(out.dtype)}, expected {np.dtype(dtype)}")
-
-def _check_same_dtype(**arrays) -> np.dtype:
-    dts = {k: np.dtype(v.dtype) for k, v in arrays.items() if v is not None}
-    if len(set(dts.values())) > 1: raise ValueError(f"dtypes differ: {dts}")
-    return next(iter(dts.values()))
 
 # %% ../nbs/04_matmul.ipynb #97d4e23a
 def matmul_ref(a: np.ndarray, b: np.ndarray, trans_a: bool = False, trans_b: bool = False, out=None) -> np.ndarray:
@@ -47,8 +33,8 @@ def matmul_ref(a: np.ndarray, b: np.ndarray, trans_a: bool = False, trans_b: boo
 
 def linear_forward_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, out=None) -> np.ndarray:
     "y = x·wᵀ + b: x [N,in], w [out,in] (HF layout), b [out] or None -> y [N,out], dtype of x (§9.4)."
-    M, K, N = _gemm_dims(x, w, False, True)
-    if b is not None and b.shape != (N,): raise ValueError(f"b has shape {b.shape}, expected ({N},)")
+    M, K, N = _gemm_dims(x, w, False, True, "linear_forward_ref", ("x", "w"))
+    check_args("linear_forward_ref", b=(b, (N,), x.dtype.type))
     y = np.matmul(x, w.T, out=out)
     if b is not None: y += b
     return y
@@ -56,7 +42,7 @@ def linear_forward_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None
 def linear_backward_ref(dy: np.ndarray, x: np.ndarray, w: np.ndarray, has_bias: bool = True,
                         dx=None, dw=None, db=None) -> tuple:
     "Gradients of y = x·wᵀ + b: dy [N,out], x [N,in], w [out,in] -> (dx = dy·w, dw = dyᵀ·x, db = Σ_rows dy or None)."
-    _gemm_dims(dy, w, False, False); _gemm_dims(dy, x, True, False)
+    _gemm_dims(dy, w, False, False, "linear_backward_ref", ("dy", "w")); _gemm_dims(dy, x, True, False, "linear_backward_ref", ("dy", "x"))
     dx = np.matmul(dy, w, out=dx)
     dw = np.matmul(dy.T, x, out=dw)
     db = np.sum(dy, axis=0, out=db) if has_bias else None
@@ -121,57 +107,38 @@ gemm_kernel = make_gemm_kernel(TILE)
 def _dummy_bias():
     return cuda.device_array(1, dtype=np.float32)
 
-def gemm_grid(M: int, N: int, tile: int = TILE) -> tuple[int, int]:
-    "Grid of the tiled GEMM for an M×N output: (column tiles, row tiles) — x walks columns, y rows."
-    return (cdiv(N, tile), cdiv(M, tile))
-
-def _check_device(**arrays) -> None:
-    "All given arrays on the same side (NumPy or device); device arrays must be float32."
-    given = {k: v for k, v in arrays.items() if v is not None}
-    sides = {k: on_device(v) for k, v in given.items()}
-    if len(set(sides.values())) > 1:
-        raise ValueError(f"mix of NumPy and device arrays: {sides}; pass all NumPy or all device arrays")
-    if any(sides.values()):
-        bad = {k: str(np.dtype(v.dtype)) for k, v in given.items() if np.dtype(v.dtype) != np.float32}
-        if bad: raise ValueError(f"device path needs float32 arrays, got {bad}")
-
-def _launch_gemm(a, b, out, bias, trans_a: bool, trans_b: bool, tile: int = TILE):
-    "Check shapes, allocate `out` if None, launch the tiled GEMM; all device float32 arrays."
-    M, K, N = _gemm_dims(a, b, trans_a, trans_b)
-    if out is a or out is b: raise ValueError("out must not be an input: blocks would overwrite tiles that others still read")
+def _gemm(a, b, out, bias, trans_a: bool, trans_b: bool, tile: int = TILE):
+    "Launch the tiled GEMM out = op(a)·op(b) (+ bias) on checked device float32 arrays; allocates `out` if None."
+    M = a.shape[1] if trans_a else a.shape[0]
+    N = b.shape[0] if trans_b else b.shape[1]
     if out is None: out = cuda.device_array((M, N), dtype=np.float32)
-    else: _check_out("out", out, (M, N), np.float32)
-    if bias is not None and tuple(bias.shape) != (N,): raise ValueError(f"bias has shape {tuple(bias.shape)}, expected ({N},)")
-    kernel = make_gemm_kernel(tile)
-    kernel[gemm_grid(M, N, tile), (tile, tile)](a, b, out, _dummy_bias() if bias is None else bias,
-                                                 bool(trans_a), bool(trans_b), bias is not None)
+    make_gemm_kernel(tile)[grid2d(N, M, block=(tile, tile))](a, b, out, _dummy_bias() if bias is None else bias,
+                                                             bool(trans_a), bool(trans_b), bias is not None)
     return out
 
 # %% ../nbs/04_matmul.ipynb #308d4a49
 def matmul(a, b, out=None, trans_a: bool = False, trans_b: bool = False, tile: int = TILE):
     "op(a)·op(b) -> [M,N]: NumPy in -> NumPy (reference); float32 device arrays in -> device array (tiled GEMM)."
-    _check_device(a=a, b=b, out=out)
-    if not on_device(a):
-        if out is not None: _check_out("out", out, _gemm_dims(a, b, trans_a, trans_b)[::2], _check_same_dtype(a=a, b=b))
+    M, _, N = _gemm_dims(a, b, trans_a, trans_b)
+    if not check_args("matmul", a=a, b=b, out=(out, (M, N), a.dtype.type), outs=("out",)):
         return matmul_ref(a, b, trans_a, trans_b, out=out)
-    return _launch_gemm(a, b, out, None, trans_a, trans_b, tile)
+    return _gemm(a, b, out, None, trans_a, trans_b, tile)
 
 def linear_forward(x, w, b=None, out=None, tile: int = TILE):
     "y = x·wᵀ + b: x [N,in], w [out,in], b [out] or None -> y [N,out]; NumPy or device (bias fused into the GEMM)."
-    _check_device(x=x, w=w, b=b, out=out)
-    if not on_device(x):
-        dt = _check_same_dtype(x=x, w=w, b=b)
-        if out is not None: _check_out("out", out, (x.shape[0], w.shape[0]), dt)
+    M, _, N = _gemm_dims(x, w, False, True, "linear_forward", ("x", "w"))
+    if not check_args("linear_forward", x=x, w=w, b=(b, (N,), x.dtype.type), out=(out, (M, N), x.dtype.type), outs=("out",)):
         return linear_forward_ref(x, w, b, out=out)
-    return _launch_gemm(x, w, out, b, False, True, tile)
+    return _gemm(x, w, out, b, False, True, tile)
 
 # %% ../nbs/04_matmul.ipynb #6c3f149e
-BIAS_BX, BIAS_BY = 32, 8  # columns per block (coalesced), row-strided partial sums per column (a power of 2)
+BIAS_BX, BIAS_BY = 32, 8        # columns per block (coalesced), row-strided partial sums per column (a power of 2)
+BIAS_SLOTS = BIAS_BX * BIAS_BY   # the shared buffer's length, computed here: a shared shape must be a constant
 
 @cuda.jit
 def bias_grad_kernel(dy, db):
     "db[j] = Σ_n dy[n, j]: dy [N, out] float32 -> db [out]; block (BIAS_BX, BIAS_BY), grid cdiv(out, BIAS_BX)."
-    part = cuda.shared.array((BIAS_BY, BIAS_BX), float32)
+    buf = cuda.shared.array(BIAS_SLOTS, float32)
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     col = cuda.blockIdx.x * BIAS_BX + tx
@@ -179,42 +146,26 @@ def bias_grad_kernel(dy, db):
     if col < dy.shape[1]:
         for n in range(ty, dy.shape[0], BIAS_BY):
             acc += dy[n, col]
-    part[ty, tx] = acc            # every slot written (0 for columns past the edge) before the tree reads it
-    cuda.syncthreads()            # all partial sums in shared memory
-    step = BIAS_BY // 2
-    while step > 0:
-        if ty < step:
-            part[ty, tx] += part[ty + step, tx]
-        cuda.syncthreads()        # this level finished before the next one reads it
-        step //= 2
+    total = block_sum_y(buf, acc)          # the column's sum, in every thread of the column
     if ty == 0 and col < db.shape[0]:
-        db[col] = part[0, tx]
+        db[col] = total
 
 # %% ../nbs/04_matmul.ipynb #068dbd19
 def bias_grad(dy, out=None):
     "db = Σ_rows dy: dy [N,out] -> db [out]; NumPy or device (shared-memory column-sum reduction)."
-    _check_device(dy=dy, out=out); _check_2d("dy", dy)
-    if not on_device(dy):
-        if out is not None: _check_out("out", out, (dy.shape[1],), dy.dtype)
+    if not check_args("bias_grad", dy=(dy, ("N", "O"), np.floating), out=(out, ("O",), dy.dtype.type), outs=("out",)):
         return np.sum(dy, axis=0, out=out)
     if out is None: out = cuda.device_array(dy.shape[1], dtype=np.float32)
-    else: _check_out("out", out, (dy.shape[1],), np.float32)
-    bias_grad_kernel[cdiv(dy.shape[1], BIAS_BX), (BIAS_BX, BIAS_BY)](dy, out)
+    bias_grad_kernel[grid2d(dy.shape[1], BIAS_BY, block=(BIAS_BX, BIAS_BY))](dy, out)
     return out
 
 def linear_backward(dy, x, w, dx=None, dw=None, db=None, has_bias: bool = True, tile: int = TILE):
     "(dx = dy·w, dw = dyᵀ·x, db = Σ_rows dy or None) for dy [N,out], x [N,in], w [out,in]; NumPy or device."
-    _check_device(dy=dy, x=x, w=w, dx=dx, dw=dw, db=db)
-    _check_2d("dy", dy); _check_2d("x", x); _check_2d("w", w)
-    if dy.shape[0] != x.shape[0] or tuple(w.shape) != (dy.shape[1], x.shape[1]):
-        raise ValueError(f"linear_backward: dy {tuple(dy.shape)}, x {tuple(x.shape)}, w {tuple(w.shape)} "
-                         "do not fit dy [N,out], x [N,in], w [out,in]")
-    if not on_device(dy):
-        dt = _check_same_dtype(dy=dy, x=x, w=w)
-        for name, buf, shape in (("dx", dx, x.shape), ("dw", dw, w.shape), ("db", db, (w.shape[0],))):
-            if buf is not None: _check_out(name, buf, shape, dt)
+    dt = dy.dtype.type
+    if not check_args("linear_backward", dy=(dy, ("N", "O"), np.floating), x=(x, ("N", "I"), dt), w=(w, ("O", "I"), dt),
+                      dx=(dx, ("N", "I"), dt), dw=(dw, ("O", "I"), dt), db=(db, ("O",), dt), outs=("dx", "dw", "db")):
         return linear_backward_ref(dy, x, w, has_bias, dx=dx, dw=dw, db=db)
-    dx = _launch_gemm(dy, w, dx, None, False, False, tile)   # [N,out]·[out,in]
-    dw = _launch_gemm(dy, x, dw, None, True, False, tile)    # [N,out]ᵀ·[N,in]
+    dx = _gemm(dy, w, dx, None, False, False, tile)   # [N,out]·[out,in]
+    dw = _gemm(dy, x, dw, None, True, False, tile)    # [N,out]ᵀ·[N,in]
     db = bias_grad(dy, out=db) if has_bias else None
     return dx, dw, db

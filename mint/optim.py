@@ -7,12 +7,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 import numpy as np
-from numba import cuda, float64
-from .core import on_device, cdiv
+from numba import cuda, float64, njit
+from .core import on_device
+from .kernels import THREADS, check_args, grid1d, fill, block_sum, reduction_block
 
 # %% auto #0
 __all__ = ['SUMSQ_MAX_THREADS', 'AdamConfig', 'grad_sumsq_ref', 'clip_grad_norm_ref', 'adam_step_ref', 'warmup_steps', 'lr_at',
-           'grad_sumsq_kernel', 'grad_sumsq', 'adam_step_kernel', 'adam_step']
+           'grad_sumsq_cpu', 'adam_step_cpu', 'grad_sumsq_kernel', 'grad_sumsq', 'adam_step_kernel', 'adam_step']
 
 # %% ../nbs/11_optim.ipynb #16553c47
 @dataclass
@@ -56,15 +57,12 @@ def clip_grad_norm_ref(grads: np.ndarray, max_norm: float | None) -> float:
 # %% ../nbs/11_optim.ipynb #a70d289b
 _F32_MAX = float(np.finfo(np.float32).max)
 
-def _check_buffers(params, grads, m, v, decay_mask):
-    "Raise ValueError unless params, grads, m, v (and decay_mask) are arrays of one shape, and the four buffers share one float dtype."
-    for name, a in (("grads", grads), ("m", m), ("v", v)):
-        if a.shape != params.shape: raise ValueError(f"adam_step: {name} has shape {a.shape}, params has {params.shape}")
-        if a.dtype != params.dtype: raise ValueError(f"adam_step: {name} is {a.dtype}, params is {params.dtype}")
-    if params.dtype not in (np.float32, np.float64):
-        raise ValueError(f"adam_step: buffers must be float32 (or float64 on the NumPy path), got {params.dtype}")
-    if decay_mask is not None and decay_mask.shape != params.shape:
-        raise ValueError(f"adam_step: decay_mask has shape {decay_mask.shape}, params has {params.shape}")
+def _check_buffers(fn: str, params, grads, m, v, decay_mask) -> bool:
+    "check_args: params, grads, m, v float arrays of one shape and dtype, four separate buffers (each is updated in place), decay_mask float of that shape; True on the device path."
+    shape, dt = tuple(params.shape), params.dtype.type
+    return check_args(fn, params=(params, shape, (np.float32, np.float64) if not on_device(params) else np.float32),
+                      grads=(grads, shape, dt), m=(m, shape, dt), v=(v, shape, dt), decay_mask=(decay_mask, shape, np.floating),
+                      outs=("params", "grads", "m", "v"))
 
 def _bias_corrections(step, cfg):
     "(1-β1^t, 1-β2^t) for the 1-based step t; step < 1 is a ValueError (the corrections would be 0)."
@@ -79,7 +77,7 @@ def _clip_scale(sumsq, max_norm) -> float:
 
 def adam_step_ref(params, grads, m, v, lr, step, cfg: AdamConfig, sumsq=None, decay_mask=None) -> int:
     "One Adam(W) step in place on same-shape float buffers (§8.5); float64 arithmetic. With `sumsq`=Σg², clip to cfg.max_grad_norm, and drop the whole step if it is not finite. Bad updates are refused (w, m, v kept, grad zeroed). Returns the number refused."
-    _check_buffers(params, grads, m, v, decay_mask)
+    _check_buffers("adam_step_ref", params, grads, m, v, decay_mask)
     bc1, bc2 = _bias_corrections(step, cfg)
     if sumsq is not None:
         scale = _clip_scale(float(np.asarray(sumsq).reshape(-1)[0]), cfg.max_grad_norm)
@@ -125,14 +123,57 @@ def lr_at(step: int, total_steps: int, base_lr: float, warmup_steps: int, min_ra
     progress = (step - warmup_steps) / (total_steps - warmup_steps)   # here warmup_steps <= step < total_steps
     return min_lr + (base_lr - min_lr) * (1 + math.cos(math.pi * progress)) / 2
 
+# %% ../nbs/11_optim.ipynb #32557151
+@njit(cache=True, fastmath={"reassoc"})
+def grad_sumsq_cpu(grads):
+    "Σ grads² of a flat array, accumulated in float64 in one pass (NaN/inf propagate)."
+    s = 0.0
+    for i in range(grads.size):
+        x = np.float64(grads[i])
+        s += x * x
+    return s
+
+@njit(cache=True)
+def _adam_cpu(params, grads, m, v, lr, bc1, bc2, beta1, beta2, eps, weight_decay, max_update, scale, fmax,
+              decay_mask, use_mask):
+    "adam_step_kernel's arithmetic over flat buffers, one element at a time (float64); returns the number refused."
+    n_bad = 0
+    for i in range(params.size):
+        g = np.float64(grads[i]) * scale
+        mi = beta1 * np.float64(m[i]) + (1.0 - beta1) * g
+        vi = beta2 * np.float64(v[i]) + (1.0 - beta2) * (g * g)
+        w = np.float64(params[i])
+        dw = lr * (mi / bc1) / (math.sqrt(vi / bc2) + eps)
+        if weight_decay > 0:
+            dw += lr * weight_decay * (np.float64(decay_mask[i]) if use_mask else 1.0) * w
+        if abs(dw) <= max_update and abs(mi) <= fmax and vi <= fmax:   # False for NaN
+            params[i] = w - dw
+            m[i] = mi
+            v[i] = vi
+        else:
+            grads[i] = 0.0
+            n_bad += 1
+    return n_bad
+
+def adam_step_cpu(params, grads, m, v, lr, step, cfg: AdamConfig, sumsq=None, decay_mask=None) -> int:
+    "adam_step_ref's result for C-contiguous NumPy buffers in one compiled pass: the same clipping, dropping and refusals; returns the number refused."
+    _check_buffers("adam_step", params, grads, m, v, decay_mask)
+    bc1, bc2 = _bias_corrections(step, cfg)
+    scale = 1.0 if sumsq is None else _clip_scale(float(np.asarray(sumsq).reshape(-1)[0]), cfg.max_grad_norm)
+    if math.isnan(scale):                        # NaN/inf gradient somewhere: skip the whole step (§16 case 6)
+        grads[...] = 0
+        return int(grads.size)
+    flat = [a.reshape(-1) for a in (params, grads, m, v)]
+    return int(_adam_cpu(*flat, float(lr), bc1, bc2, float(cfg.beta1), float(cfg.beta2), float(cfg.eps),
+                         float(cfg.weight_decay), float(cfg.max_update), scale, float(np.finfo(params.dtype).max),
+                         flat[0] if decay_mask is None else decay_mask.reshape(-1), decay_mask is not None))
+
+def _cpu_ok(*arrays) -> bool:
+    "True when every given array is float32 and C-contiguous (flat views are then free): the compiled CPU path applies."
+    return all(a.dtype == np.float32 and a.flags.c_contiguous for a in arrays if a is not None)
+
 # %% ../nbs/11_optim.ipynb #e5176abb
 SUMSQ_MAX_THREADS = 256   # the shared buffer's size: a compile-time constant
-
-@cuda.jit
-def _fill_f64_kernel(out, value):
-    "out[:] = value (one thread per element; used to zero a (1,) accumulator on the stream)."
-    i = cuda.grid(1)
-    if i < out.size: out[i] = value
 
 @cuda.jit
 def grad_sumsq_kernel(grads, out):
@@ -146,36 +187,23 @@ def grad_sumsq_kernel(grads, out):
         x = float64(grads[i])          # to float64 before squaring (NOT float(): see the text above)
         acc += x * x
         i += stride
-    buf[tid] = acc
-    cuda.syncthreads()                 # all partials written before the tree reads them
-    s = cuda.blockDim.x // 2
-    while s > 0:
-        if tid < s:
-            buf[tid] += buf[tid + s]
-        cuda.syncthreads()             # this level's sums are complete before the next level reads them
-        s //= 2
+    total = block_sum(buf, acc)        # the block's sum, in float64
     if tid == 0:
-        cuda.atomic.add(out, 0, buf[0])
+        cuda.atomic.add(out, 0, total)
 
 # %% ../nbs/11_optim.ipynb #b679cd08
-def _grid(n, threads, max_blocks):
-    "Blocks for a grid-stride launch over n items: at most max_blocks, at least 1."
-    return max(1, min(cdiv(n, threads), max_blocks))
-
-def grad_sumsq(grads, out=None, threads: int = 256, max_blocks: int = 1024):
+def grad_sumsq(grads, out=None, threads: int | None = None, max_blocks: int | None = None):
     "Σ grads² in float64 (§8.9). NumPy in → float (also written to `out[0]` if given); device in → device float64 array (1,) `out` (zeroed, then summed into; no host sync)."
     if not on_device(grads):
-        s = grad_sumsq_ref(grads)
+        s = grad_sumsq_cpu(grads.reshape(-1)) if _cpu_ok(grads) else grad_sumsq_ref(grads)
         if out is not None: out[0] = s
         return s
-    if grads.ndim != 1: raise ValueError(f"grad_sumsq: grads must be a flat (1-D) buffer, got shape {grads.shape}")
-    if threads < 1 or threads > SUMSQ_MAX_THREADS or threads & (threads - 1):
-        raise ValueError(f"grad_sumsq: threads must be a power of 2 <= {SUMSQ_MAX_THREADS}, got {threads}")
+    fn = "grad_sumsq"
+    check_args(fn, grads=(grads, (None,), np.floating), out=(out, (1,), np.float64), outs=("out",))
+    t = reduction_block(fn, threads, THREADS, SUMSQ_MAX_THREADS)
     if out is None: out = cuda.device_array(1, dtype=np.float64)
-    elif not on_device(out) or out.shape != (1,) or out.dtype != np.float64:
-        raise ValueError("grad_sumsq: out must be a device float64 array of shape (1,)")
-    _fill_f64_kernel[1, 1](out, 0.0)
-    grad_sumsq_kernel[_grid(grads.size, threads, max_blocks), threads](grads, out)
+    fill(out, 0.0)
+    grad_sumsq_kernel[grid1d(grads.size, t, max_blocks)](grads, out)
     return out
 
 # %% ../nbs/11_optim.ipynb #776642e1
@@ -231,24 +259,17 @@ def _placeholder(dtype):
     return _PLACEHOLDERS[key]
 
 def adam_step(params, grads, m, v, lr, step, cfg: AdamConfig, sumsq=None, decay_mask=None, rejected=None,
-              threads: int = 256, max_blocks: int = 1024):
+              threads: int | None = None, max_blocks: int | None = None):
     "Adam(W) step in place (§8.5, §8.9). NumPy in → `adam_step_ref`, returns the int refused; device float32 1-D in → one kernel launch, returns device int64 (1,) `rejected` (added to). `sumsq`: device float64 (1,) from `grad_sumsq`."
-    arrays = (params, grads, m, v) + (() if decay_mask is None else (decay_mask,))
-    dev = [on_device(a) for a in arrays]
-    if not any(dev):
-        return adam_step_ref(params, grads, m, v, lr, step, cfg, sumsq=sumsq, decay_mask=decay_mask)
-    if not all(dev): raise ValueError("adam_step: mix of NumPy and device arrays; pass all on the device or all in NumPy")
-    _check_buffers(params, grads, m, v, decay_mask)
-    if params.ndim != 1 or params.dtype != np.float32:
-        raise ValueError(f"adam_step: device buffers must be flat float32, got shape {params.shape} {params.dtype}")
-    if not (threads >= 1 and threads <= 1024): raise ValueError(f"adam_step: threads must be in 1..1024, got {threads}")
+    if not on_device(params):
+        f = adam_step_cpu if _cpu_ok(params, grads, m, v, decay_mask) else adam_step_ref
+        return f(params, grads, m, v, lr, step, cfg, sumsq=sumsq, decay_mask=decay_mask)
+    fn = "adam_step"
+    _check_buffers(fn, params, grads, m, v, decay_mask)
+    check_args(fn, params=(params, (None,), np.float32), sumsq=(sumsq, (1,), np.float64), rejected=(rejected, (1,), np.int64))
     bc1, bc2 = _bias_corrections(step, cfg)
-    if sumsq is not None and (not on_device(sumsq) or sumsq.shape != (1,) or sumsq.dtype != np.float64):
-        raise ValueError("adam_step: on the device path sumsq must be a device float64 array of shape (1,) (from grad_sumsq)")
     if rejected is None: rejected = cuda.to_device(np.zeros(1, np.int64))
-    elif not on_device(rejected) or rejected.shape != (1,) or rejected.dtype != np.int64:
-        raise ValueError("adam_step: rejected must be a device int64 array of shape (1,)")
-    adam_step_kernel[_grid(params.size, threads, max_blocks), threads](
+    adam_step_kernel[grid1d(params.size, threads, max_blocks)](
         params, grads, m, v, float(lr), bc1, bc2, float(cfg.beta1), float(cfg.beta2), float(cfg.eps),
         float(cfg.weight_decay), float(cfg.max_update), float(cfg.max_grad_norm or 0.0),
         _placeholder(np.float64) if sumsq is None else sumsq, sumsq is not None,

@@ -6,39 +6,83 @@
 from __future__ import annotations
 import math
 import numpy as np
-from numba import cuda, float32
-from .core import on_device, simulator_enabled, cdiv
+from numba import cuda, float32, njit
+from .core import on_device, simulator_enabled
+from .kernels import check_args, grid2d, block_sum, block_sum_y, reduction_block
 
 # %% auto #0
-__all__ = ['RMSNORM_MAX_BLOCK', 'RMSNORM_BLOCK', 'DG_COLS', 'DG_ROWS', 'rmsnorm_forward_ref', 'rmsnorm_backward_ref',
-           'rmsnorm_fwd_kernel', 'rmsnorm_bwd_kernel', 'rmsnorm_dg_kernel', 'rmsnorm_forward', 'rmsnorm_backward']
+__all__ = ['RMSNORM_MAX_BLOCK', 'RMSNORM_BLOCK', 'DG_COLS', 'DG_ROWS', 'DG_SLOTS', 'rmsnorm_forward_ref', 'rmsnorm_backward_ref',
+           'rmsnorm_forward_cpu', 'rmsnorm_backward_cpu', 'rmsnorm_fwd_kernel', 'rmsnorm_bwd_kernel',
+           'rmsnorm_dg_kernel', 'rmsnorm_forward', 'rmsnorm_backward']
 
 # %% ../nbs/07_rmsnorm.ipynb #aac9ce8e
-def _check_float_2d(x, g, fn: str):
-    "Raise ValueError unless `x` is 2-D `(N, d)` and `g` is `(d,)`, both of one floating dtype."
-    if len(x.shape) != 2: raise ValueError(f"{fn}: x must be 2-D (N, d), got shape {tuple(x.shape)}")
-    if tuple(g.shape) != (x.shape[1],):
-        raise ValueError(f"{fn}: g must have shape ({x.shape[1]},) to match x {tuple(x.shape)}, got {tuple(g.shape)}")
-    if np.dtype(x.dtype).kind != "f" or np.dtype(g.dtype) != np.dtype(x.dtype):
-        raise ValueError(f"{fn}: x and g must share one float dtype, got {x.dtype} and {g.dtype}")
+def _check_fwd(fn: str, x, g, out, rstd) -> bool:
+    "check_args for the forward: x float (N, d), g (d,), out (N, d) (may be x), rstd (N,), one dtype; True on the device path."
+    dt = x.dtype.type
+    return check_args(fn, x=(x, ("N", "d"), np.floating), g=(g, ("d",), dt), out=(out, ("N", "d"), dt),
+                      rstd=(rstd, ("N",), dt), outs=("out", "rstd"), inplace=True)
 
-def rmsnorm_forward_ref(x: np.ndarray, g: np.ndarray, eps: float = 1e-6):
-    "RMSNorm of each row: x[N,d], g[d] -> (y[N,d], rstd[N]) in x's dtype; y = x*g/rms, rstd = 1/rms (§5.5.1). ValueError on bad shapes."
-    _check_float_2d(x, g, "rmsnorm_forward_ref")
+def _check_bwd(fn: str, dy, x, g, rstd, dx, dg) -> bool:
+    "check_args for the backward: x float (N, d), dy and dx like x, g and dg (d,), rstd (N,), one dtype, outputs separate; True on the device path."
+    dt = x.dtype.type
+    return check_args(fn, x=(x, ("N", "d"), np.floating), dy=(dy, ("N", "d"), dt), g=(g, ("d",), dt), rstd=(rstd, ("N",), dt),
+                      dx=(dx, ("N", "d"), dt), dg=(dg, ("d",), dt), outs=("dx", "dg"))
+
+def rmsnorm_forward_ref(x: np.ndarray, g: np.ndarray, eps: float = 1e-6, out=None, rstd=None):
+    "RMSNorm of each row: x[N,d], g[d] -> (y[N,d], rstd[N]) in x's dtype; y = x*g/rms, rstd = 1/rms (§5.5.1); written into `out`/`rstd` when given (`out` may be `x`). ValueError on bad shapes."
+    _check_fwd("rmsnorm_forward_ref", x, g, out, rstd)
     t = x.dtype.type
-    ms = np.einsum("nd,nd->n", x, x) / t(x.shape[1])          # mean square per row, [N]
-    rstd = 1 / np.sqrt(ms + t(eps))                            # 1/rms, [N]
-    return x * rstd[:, None] * g, rstd
+    r = np.einsum("nd,nd->n", x, x, out=rstd)                   # Σ_k x_k², [N]
+    r /= t(x.shape[1]); r += t(eps)                             # mean square + eps
+    np.sqrt(r, out=r); np.divide(t(1), r, out=r)                # r = 1/rms
+    y = np.multiply(x, r[:, None], out=out)                     # x·r, then ·g
+    y *= g
+    return y, r
 
-def rmsnorm_backward_ref(dy: np.ndarray, x: np.ndarray, g: np.ndarray, rstd: np.ndarray):
-    "Gradients of RMSNorm: dy, x [N,d], g[d], rstd[N] -> (dx[N,d], dg[d]) in x's dtype (§5.5.2)."
-    _check_float_2d(x, g, "rmsnorm_backward_ref")
-    if dy.shape != x.shape or rstd.shape != x.shape[:1]:
-        raise ValueError(f"rmsnorm_backward_ref: dy {dy.shape} must equal x {x.shape} and rstd {rstd.shape} be ({x.shape[0]},)")
-    gdy = dy * g                                               # g_j dy_j, [N,d]
-    dot = np.einsum("nd,nd->n", gdy, x)                        # sum_j g_j dy_j x_j, [N]
-    dx = gdy * rstd[:, None] - x * (dot * rstd**3 / x.dtype.type(x.shape[1]))[:, None]
-    dg = np.einsum("nd,nd,n->d", dy, x, rstd)                  # sum over rows of dy x r
+def rmsnorm_backward_ref(dy: np.ndarray, x: np.ndarray, g: np.ndarray, rstd: np.ndarray, dx=None, dg=None):
+    "Gradients of RMSNorm: dy, x [N,d], g[d], rstd[N] -> (dx[N,d], dg[d]) in x's dtype (§5.5.2); written into `dx`/`dg` when given (separate from the inputs)."
+    _check_bwd("rmsnorm_backward_ref", dy, x, g, rstd, dx, dg)
+    t = x.dtype.type
+    gdy = dy * g                                                # g_j dy_j, [N,d]
+    c = np.einsum("nd,nd->n", gdy, x)                           # dot = Σ_j g_j dy_j x_j, [N]
+    c *= rstd**3 / t(x.shape[1])                                # dot·r³/d
+    dx = np.multiply(gdy, rstd[:, None], out=dx)                # g dy r ...
+    dx -= np.multiply(x, c[:, None], out=gdy)                   # ... - x·dot·r³/d (gdy's memory reused)
+    dg = np.einsum("nd,nd,n->d", dy, x, rstd, out=dg)           # Σ over rows of dy x r
+    return dx, dg
+
+# %% ../nbs/07_rmsnorm.ipynb #ef063a68
+@njit(cache=True, fastmath={"reassoc"})
+def rmsnorm_forward_cpu(x, g, eps, out, rstd):
+    "RMSNorm of x [N,d] row by row into out (may be x) and rstd [N]; float64 sums. Returns (out, rstd)."
+    N, d = x.shape
+    for n in range(N):
+        ss = 0.0
+        for j in range(d):
+            v = np.float64(x[n, j])
+            ss += v * v
+        r = 1.0 / math.sqrt(ss / d + eps)
+        rstd[n] = r
+        for j in range(d):
+            out[n, j] = x[n, j] * r * g[j]
+    return out, rstd
+
+@njit(cache=True, fastmath={"reassoc"})
+def rmsnorm_backward_cpu(dy, x, g, rstd, dx, dg):
+    "Gradients of RMSNorm row by row: dx [N,d] (separate from the inputs) and dg [d] (float64 accumulation). Returns (dx, dg)."
+    N, d = x.shape
+    acc = np.zeros(d)
+    for n in range(N):
+        r = np.float64(rstd[n])
+        dot = 0.0
+        for j in range(d):
+            dot += np.float64(g[j]) * dy[n, j] * x[n, j]
+        c = dot * r * r * r / d
+        for j in range(d):
+            dx[n, j] = g[j] * dy[n, j] * r - x[n, j] * c
+            acc[j] += np.float64(dy[n, j]) * x[n, j] * r
+    for j in range(d):
+        dg[j] = acc[j]
     return dx, dg
 
 # %% ../nbs/07_rmsnorm.ipynb #889b5d8b
@@ -57,15 +101,7 @@ def rmsnorm_fwd_kernel(x, g, eps, y, rstd):
     for j in range(t, d, nt):                          # strided loop: any d with any block size
         v = x[row, j]
         acc += v * v
-    buf[t] = acc
-    cuda.syncthreads()                                 # (1) all partial sums written before round 1 reads them
-    s = nt // 2
-    while s > 0:
-        if t < s:
-            buf[t] += buf[t + s]
-        cuda.syncthreads()                             # (2) round finished before the next one (or buf[0]) is read
-        s //= 2
-    r = float32(1.0) / math.sqrt(buf[0] / float32(d) + eps)
+    r = float32(1.0) / math.sqrt(block_sum(buf, acc) / float32(d) + eps)
     if t == 0:
         rstd[row] = r
     for j in range(t, d, nt):
@@ -73,6 +109,7 @@ def rmsnorm_fwd_kernel(x, g, eps, y, rstd):
 
 # %% ../nbs/07_rmsnorm.ipynb #05d0b62e
 DG_COLS, DG_ROWS = 32, 8                                   # dg kernel block: 32 columns x 8 row lanes
+DG_SLOTS = DG_COLS * DG_ROWS                               # its shared buffer's length (a constant, computed here)
 
 @cuda.jit
 def rmsnorm_bwd_kernel(dy, x, g, rstd, dx):
@@ -85,16 +122,8 @@ def rmsnorm_bwd_kernel(dy, x, g, rstd, dx):
     acc = float32(0.0)
     for j in range(t, d, nt):
         acc += g[j] * dy[row, j] * x[row, j]
-    buf[t] = acc
-    cuda.syncthreads()                                 # (1) partial dots written before they are combined
-    s = nt // 2
-    while s > 0:
-        if t < s:
-            buf[t] += buf[t + s]
-        cuda.syncthreads()                             # (2) each round done before the next reads; buf[0] final
-        s //= 2
     r = rstd[row]
-    c = buf[0] * r * r * r / float32(d)
+    c = block_sum(buf, acc) * r * r * r / float32(d)
     for j in range(t, d, nt):
         dx[row, j] = g[j] * dy[row, j] * r - x[row, j] * c
 
@@ -105,83 +134,41 @@ def rmsnorm_dg_kernel(dy, x, rstd, dg):
     ty = cuda.threadIdx.y
     n_rows, d = x.shape
     j = cuda.blockIdx.x * DG_COLS + tx
-    buf = cuda.shared.array((DG_ROWS, DG_COLS), float32)
+    buf = cuda.shared.array(DG_SLOTS, float32)
     acc = float32(0.0)
     if j < d:
         for n in range(ty, n_rows, DG_ROWS):
             acc += dy[n, j] * x[n, j] * rstd[n]
-    buf[ty, tx] = acc
-    cuda.syncthreads()                                 # (1) all row lanes written before they are combined
-    s = DG_ROWS // 2
-    while s > 0:
-        if ty < s:
-            buf[ty, tx] += buf[ty + s, tx]
-        cuda.syncthreads()                             # (2) each round done before the next reads
-        s //= 2
+    total = block_sum_y(buf, acc)
     if ty == 0 and j < d:
-        dg[j] = buf[0, tx]
+        dg[j] = total
 
 # %% ../nbs/07_rmsnorm.ipynb #d85c5089
-def _check_buf(a, name: str, shape: tuple, dtype, fn: str):
-    "Raise ValueError unless array `a` has exactly `shape` and `dtype`."
-    if tuple(a.shape) != tuple(shape) or np.dtype(a.dtype) != np.dtype(dtype):
-        raise ValueError(f"{fn}: {name} must be {np.dtype(dtype).name} of shape {tuple(shape)}, got {np.dtype(a.dtype).name} {tuple(a.shape)}")
-
-def _check_side(dev: bool, fn: str, **arrays):
-    "Raise ValueError if any given array is not on the same side (device or host) as the first input."
-    for k, a in arrays.items():
-        if a is not None and on_device(a) != dev:
-            raise ValueError(f"{fn}: {k} is a {'NumPy' if dev else 'device'} array but the inputs are {'device' if dev else 'NumPy'} arrays")
-
-def _check_block(block, fn: str) -> int:
-    "The block size to use: `block` or the default; ValueError unless a power of two <= RMSNORM_MAX_BLOCK."
-    b = RMSNORM_BLOCK if block is None else int(block)
-    if b < 1 or b > RMSNORM_MAX_BLOCK or b & (b - 1):
-        raise ValueError(f"{fn}: block must be a power of two in [1, {RMSNORM_MAX_BLOCK}], got {block}")
-    return b
-
 def rmsnorm_forward(x, g, eps: float = 1e-6, out=None, rstd=None, block: int | None = None):
-    "RMSNorm of x[N,d] with gain g[d] -> (y[N,d], rstd[N]); NumPy -> reference, device (float32) -> kernel, `block` threads per row."
+    "RMSNorm of x[N,d] with gain g[d] -> (y[N,d], rstd[N]); NumPy float32 -> compiled loop, other NumPy -> reference, device (float32) -> kernel, `block` threads per row."
+    if not on_device(x) and x.dtype != np.float32: return rmsnorm_forward_ref(x, g, eps, out=out, rstd=rstd)
     fn = "rmsnorm_forward"
-    _check_float_2d(x, g, fn)
+    if not _check_fwd(fn, x, g, out, rstd):
+        return rmsnorm_forward_cpu(x, g, eps, np.empty_like(x) if out is None else out,
+                                   np.empty(x.shape[0], x.dtype) if rstd is None else rstd)
+    b = reduction_block(fn, block, RMSNORM_BLOCK, RMSNORM_MAX_BLOCK)
     n, d = x.shape
-    dev = on_device(x)
-    _check_side(dev, fn, g=g, out=out, rstd=rstd)
-    dt = np.float32 if dev else x.dtype
-    if out is not None: _check_buf(out, "out", (n, d), dt, fn)
-    if rstd is not None: _check_buf(rstd, "rstd", (n,), dt, fn)
-    if not dev:
-        y, r = rmsnorm_forward_ref(x, g, eps)
-        if out is not None: out[...] = y; y = out
-        if rstd is not None: rstd[...] = r; r = rstd
-        return y, r
-    _check_buf(x, "x", (n, d), np.float32, fn)
-    b = _check_block(block, fn)
     if out is None: out = cuda.device_array((n, d), np.float32)
     if rstd is None: rstd = cuda.device_array(n, np.float32)
     if n: rmsnorm_fwd_kernel[n, b](x, g, np.float32(eps), out, rstd)
     return out, rstd
 
 def rmsnorm_backward(dy, x, g, rstd, dx=None, dg=None, block: int | None = None):
-    "Gradients of RMSNorm -> (dx[N,d], dg[d]); NumPy -> reference, device (float32) -> row kernel + column-reduction kernel."
+    "Gradients of RMSNorm -> (dx[N,d], dg[d]); NumPy float32 -> compiled loop, other NumPy -> reference, device (float32) -> row kernel + column-reduction kernel."
+    if not on_device(x) and x.dtype != np.float32: return rmsnorm_backward_ref(dy, x, g, rstd, dx=dx, dg=dg)
     fn = "rmsnorm_backward"
-    _check_float_2d(x, g, fn)
+    if not _check_bwd(fn, dy, x, g, rstd, dx, dg):
+        return rmsnorm_backward_cpu(dy, x, g, rstd, np.empty_like(x) if dx is None else dx,
+                                    np.empty(x.shape[1], x.dtype) if dg is None else dg)
+    b = reduction_block(fn, block, RMSNORM_BLOCK, RMSNORM_MAX_BLOCK)
     n, d = x.shape
-    dev = on_device(x)
-    _check_side(dev, fn, dy=dy, g=g, rstd=rstd, dx=dx, dg=dg)
-    dt = np.float32 if dev else x.dtype
-    _check_buf(dy, "dy", (n, d), dt, fn); _check_buf(rstd, "rstd", (n,), dt, fn)
-    if dx is not None: _check_buf(dx, "dx", (n, d), dt, fn)
-    if dg is not None: _check_buf(dg, "dg", (d,), dt, fn)
-    if not dev:
-        gx, gg = rmsnorm_backward_ref(dy, x, g, rstd)
-        if dx is not None: dx[...] = gx; gx = dx
-        if dg is not None: dg[...] = gg; gg = dg
-        return gx, gg
-    _check_buf(x, "x", (n, d), np.float32, fn)
-    b = _check_block(block, fn)
     if dx is None: dx = cuda.device_array((n, d), np.float32)
     if dg is None: dg = cuda.device_array(d, np.float32)
     if n: rmsnorm_bwd_kernel[n, b](dy, x, g, rstd, dx)
-    if d: rmsnorm_dg_kernel[cdiv(d, DG_COLS), (DG_COLS, DG_ROWS)](dy, x, rstd, dg)
+    if d: rmsnorm_dg_kernel[grid2d(d, DG_ROWS, block=(DG_COLS, DG_ROWS))](dy, x, rstd, dg)
     return dx, dg

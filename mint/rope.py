@@ -6,12 +6,13 @@
 from __future__ import annotations
 import functools, math
 import numpy as np
-from numba import cuda, float32, float64
-from .core import on_device, cdiv
+from numba import cuda, float32, float64, njit
+from .core import on_device
+from .kernels import check_args, grid1d
 
 # %% auto #0
-__all__ = ['ROPE_BLOCK', 'rope_freqs', 'rope_forward_ref', 'rope_backward_ref', 'rope_kernel', 'rope_freqs_device',
-           'rope_forward', 'rope_backward']
+__all__ = ['rope_freqs', 'rope_forward_ref', 'rope_backward_ref', 'rope_cpu', 'rope_kernel', 'rope_freqs_device', 'rope_forward',
+           'rope_backward']
 
 # %% ../nbs/06_rope.ipynb #c4375251
 @functools.lru_cache(maxsize=None)
@@ -22,16 +23,17 @@ def rope_freqs(head_dim: int) -> np.ndarray:
     inv_freq.setflags(write=False)  # shared by every caller through the cache: nobody may change it
     return inv_freq
 
-def _check_rope(x, pos) -> None:
-    "ValueError unless x is [N,H,head_dim] with an even head_dim and pos an integer [N]."
-    if x.ndim != 3: raise ValueError(f"x must be [N, H, head_dim], got shape {tuple(x.shape)}")
-    if x.shape[2] % 2: raise ValueError(f"head_dim must be even, got {x.shape[2]}")
-    if not np.issubdtype(np.dtype(pos.dtype), np.integer): raise ValueError(f"pos must be integers, got dtype {np.dtype(pos.dtype)}")
-    if tuple(pos.shape) != (x.shape[0],): raise ValueError(f"pos must have shape ({x.shape[0]},) = (N,), got {tuple(pos.shape)}")
+def _check_rope(fn: str, x, pos, out) -> bool:
+    "ValueError naming `fn` unless x is float [N,H,head_dim] with an even head_dim, pos integer [N] (either side) and out like x (may be x); True on the device path."
+    dev = check_args(fn, x=(x, ("N", "H", "hd"), np.floating), out=(out, ("N", "H", "hd"), x.dtype.type), outs=("out",), inplace=True)
+    check_args(fn, pos=(pos, (x.shape[0],), np.integer))      # NumPy pos may go with device x (copied over)
+    if not dev: check_args(fn, x=x, pos=pos)
+    if x.shape[2] % 2: raise ValueError(f"{fn}: head_dim must be even, got {x.shape[2]}")
+    return dev
 
 def _rope_rotate_ref(x: np.ndarray, pos: np.ndarray, sign: float, out=None) -> np.ndarray:
     "Rotate pair (i, i+hd/2) of every row/head of x [N,H,hd] by sign·pos·ω_i; in-place safe (out may be x)."
-    _check_rope(x, pos)
+    _check_rope("rope_forward" if sign > 0 else "rope_backward", x, pos, out)
     half = x.shape[2] // 2
     theta = pos.astype(np.float64)[:, None] * rope_freqs(x.shape[2])[None, :]      # [N, hd/2]
     c = np.cos(theta).astype(x.dtype, copy=False)[:, None, :]                        # [N, 1, hd/2]
@@ -40,8 +42,6 @@ def _rope_rotate_ref(x: np.ndarray, pos: np.ndarray, sign: float, out=None) -> n
     y1 = x1 * c - x2 * s
     y2 = x1 * s + x2 * c
     if out is None: out = np.empty_like(x)
-    elif out.shape != x.shape or out.dtype != x.dtype:
-        raise ValueError(f"out must be {x.shape} {x.dtype}, got {out.shape} {out.dtype}")
     out[..., :half] = y1
     out[..., half:] = y2
     return out
@@ -54,16 +54,33 @@ def rope_backward_ref(dy: np.ndarray, pos: np.ndarray, out=None) -> np.ndarray:
     "dx = rotation of dy [N,H,head_dim] by -θ (the transpose of the forward rotation); out may be dy (§5.4.4)."
     return _rope_rotate_ref(dy, pos, -1.0, out)
 
-# %% ../nbs/06_rope.ipynb #7ab35071
-ROPE_BLOCK = 128  # threads per block (1-D)
+# %% ../nbs/06_rope.ipynb #7d396432
+@njit(cache=True)
+def rope_cpu(x, pos, inv_freq, out, sign):
+    "out = rotation of x [N,H,hd] by sign·pos[n]·inv_freq[p] on pairs (p, p+hd/2), one pass (float64 angles); out may be x. Returns out."
+    N, H, hd = x.shape
+    half = hd // 2
+    c = np.empty(half)
+    s = np.empty(half)
+    for n in range(N):
+        for p in range(half):
+            theta = np.float64(pos[n]) * inv_freq[p]
+            c[p] = math.cos(theta)
+            s[p] = sign * math.sin(theta)
+        for h in range(H):
+            for p in range(half):
+                a, b = np.float64(x[n, h, p]), np.float64(x[n, h, p + half])
+                out[n, h, p] = a * c[p] - b * s[p]
+                out[n, h, p + half] = a * s[p] + b * c[p]
+    return out
 
+# %% ../nbs/06_rope.ipynb #7ab35071
 @cuda.jit
 def rope_kernel(x, pos, inv_freq, out, sign):
-    "out[n,h,(p, p+hd/2)] = R(sign·pos[n]·inv_freq[p]) · x[n,h,(p, p+hd/2)], one thread per (n, h, p); out may be x."
-    i = cuda.grid(1)
+    "out[n,h,(p, p+hd/2)] = R(sign·pos[n]·inv_freq[p]) · x[n,h,(p, p+hd/2)], grid-stride over the (n, h, p); out may be x."
     H = x.shape[1]
     half = x.shape[2] // 2
-    if i < x.shape[0] * H * half:
+    for i in range(cuda.grid(1), x.shape[0] * H * half, cuda.gridsize(1)):
         p = i % half
         nh = i // half
         h = nh % H
@@ -86,21 +103,17 @@ def rope_freqs_device(head_dim: int):
 
 # %% ../nbs/06_rope.ipynb #9f9a2ab7
 def _rope_launch(x, pos, out, sign: float):
-    if not on_device(x):
-        if on_device(pos) or (out is not None and on_device(out)): raise ValueError("x is NumPy: pass NumPy pos and out too")
-        return _rope_rotate_ref(x, np.asarray(pos), sign, out)
-    _check_rope(x, pos)
-    if np.dtype(x.dtype) != np.float32: raise ValueError(f"device path needs float32 x, got {np.dtype(x.dtype)}")
+    if not on_device(x) and x.dtype != np.float32: return _rope_rotate_ref(x, pos, sign, out)
+    if not _check_rope("rope_forward" if sign > 0 else "rope_backward", x, pos, out):
+        return rope_cpu(x, pos, rope_freqs(x.shape[2]), np.empty_like(x) if out is None else out, float(sign))
     if out is None: out = cuda.device_array(x.shape, dtype=np.float32)
-    elif not on_device(out) or tuple(out.shape) != tuple(x.shape) or np.dtype(out.dtype) != np.float32:
-        raise ValueError(f"out must be a float32 device array of shape {tuple(x.shape)}, got {type(out).__name__} {tuple(out.shape)} {np.dtype(out.dtype)}")
-    d_pos = pos if on_device(pos) else cuda.to_device(np.asarray(pos))
+    d_pos = pos if on_device(pos) else cuda.to_device(pos)
     N, H, hd = x.shape
-    rope_kernel[cdiv(N * H * (hd // 2), ROPE_BLOCK), ROPE_BLOCK](x, d_pos, rope_freqs_device(hd), out, float(sign))
+    if x.size: rope_kernel[grid1d(N * H * (hd // 2))](x, d_pos, rope_freqs_device(hd), out, float(sign))
     return out
 
 def rope_forward(x, pos, out=None):
-    "RoPE of x [N,H,head_dim] at positions pos [N]: NumPy -> reference; float32 device x -> kernel; `out` may be `x`."
+    "RoPE of x [N,H,head_dim] at positions pos [N]: NumPy float32 -> njit loop, other NumPy -> reference; float32 device x -> kernel; `out` may be `x`."
     return _rope_launch(x, pos, out, 1.0)
 
 def rope_backward(dy, pos, out=None):

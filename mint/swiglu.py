@@ -6,12 +6,13 @@ r"""The gated feed-forward network of every layer (§5.6 of the Mint report): an
 from __future__ import annotations
 import math
 import numpy as np
-from numba import cuda, float32
-from .core import on_device, simulator_enabled, cdiv
+from numba import cuda, float32, njit
+from .core import on_device
+from .kernels import check_args, grid1d
 
 # %% auto #0
-__all__ = ['SWISH_CLAMP', 'SWIGLU_BLOCK', 'SWIGLU_MAX_GRID', 'sigmoid', 'swish', 'swish_grad', 'swiglu_forward_ref',
-           'swiglu_backward_ref', 'sigmoid_dev', 'swiglu_fwd_kernel', 'swiglu_bwd_kernel', 'swiglu_forward',
+__all__ = ['SWISH_CLAMP', 'sigmoid', 'swish', 'swish_grad', 'swiglu_forward_ref', 'swiglu_backward_ref', 'swiglu_forward_cpu',
+           'swiglu_backward_cpu', 'sigmoid_dev', 'swiglu_fwd_kernel', 'swiglu_bwd_kernel', 'swiglu_forward',
            'swiglu_backward']
 
 # %% ../nbs/08_swiglu.ipynb #cc2e2cff
@@ -44,28 +45,80 @@ def swish_grad(x: np.ndarray) -> np.ndarray:
     return _dswish_s(x, sigmoid(x))
 
 # %% ../nbs/08_swiglu.ipynb #027effdb
-def _check_same(fn: str, ref_name: str, ref, **arrays):
-    "Raise ValueError unless every array has the shape and dtype of `ref` (a float array)."
-    if np.dtype(ref.dtype).kind != "f": raise ValueError(f"{fn}: {ref_name} must be a float array, got {ref.dtype}")
-    for k, a in arrays.items():
-        if a is not None and (tuple(a.shape) != tuple(ref.shape) or np.dtype(a.dtype) != np.dtype(ref.dtype)):
-            raise ValueError(f"{fn}: {k} must be {np.dtype(ref.dtype).name} of shape {tuple(ref.shape)} like {ref_name}, got {np.dtype(a.dtype).name} {tuple(a.shape)}")
+def _check_swiglu(fn: str, gate, outs: tuple, **arrays) -> bool:
+    "check_args: gate float (N, F) and every other array like it (outputs may be exactly an input); True on the device path."
+    spec = {k: (a, ("N", "F"), gate.dtype.type) for k, a in arrays.items()}
+    return check_args(fn, gate=(gate, ("N", "F"), np.floating), **spec, outs=outs, inplace=True)
 
-def swiglu_forward_ref(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
-    "h = swish(gate) * up: gate, up [N,F] -> h [N,F] in their dtype (§5.6). ValueError on shape/dtype mismatch."
-    _check_same("swiglu_forward_ref", "gate", gate, up=up)
-    return swish(gate) * up
+def swiglu_forward_ref(gate: np.ndarray, up: np.ndarray, out=None) -> np.ndarray:
+    "h = swish(gate) * up: gate, up [N,F] -> h [N,F] in their dtype (§5.6), into `out` if given (may be gate or up). ValueError on shape/dtype mismatch."
+    _check_swiglu("swiglu_forward_ref", gate, ("out",), up=up, out=out)
+    return np.multiply(swish(gate), up, out=out)
 
-def swiglu_backward_ref(dh: np.ndarray, gate: np.ndarray, up: np.ndarray):
-    "Gradients of h = swish(gate)*up: dh, gate, up [N,F] -> (dgate, dup) [N,F]; dgate = dh*up*swish'(gate), dup = dh*swish(gate)."
-    _check_same("swiglu_backward_ref", "gate", gate, up=up, dh=dh)
+def swiglu_backward_ref(dh: np.ndarray, gate: np.ndarray, up: np.ndarray, dgate=None, dup=None):
+    "Gradients of h = swish(gate)*up: dh, gate, up [N,F] -> (dgate, dup) [N,F]; dgate = dh*up*swish'(gate), dup = dh*swish(gate); into `dgate`/`dup` if given (may be inputs)."
+    _check_swiglu("swiglu_backward_ref", gate, ("dgate", "dup"), up=up, dh=dh, dgate=dgate, dup=dup)
     s = sigmoid(gate)                                   # one exp for both swish and swish'
-    return dh * up * _dswish_s(gate, s), dh * _swish_s(gate, s)
+    dg = _dswish_s(gate, s); dg *= up; dg *= dh          # both results in temporaries before any output is written
+    du = _swish_s(gate, s); du *= dh
+    if dgate is not None: np.copyto(dgate, dg); dg = dgate
+    if dup is not None: np.copyto(dup, du); du = dup
+    return dg, du
+
+# %% ../nbs/08_swiglu.ipynb #7ab2a462
+@njit(cache=True)
+def _neg_clamp_cpu(x, out):
+    "out = -clamp(x, ±SWISH_CLAMP), elementwise over [N,F] arrays."
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            v = x[i, j]
+            out[i, j] = -SWISH_CLAMP if v > SWISH_CLAMP else (SWISH_CLAMP if v < -SWISH_CLAMP else -v)
+
+@njit(cache=True)
+def _swish_pair(g, e):
+    "(swish(g), swish'(g)) in float64 from e = exp(-clamp(g)), clamped at ±SWISH_CLAMP like the reference."
+    if g > SWISH_CLAMP: return g, 1.0
+    if g < -SWISH_CLAMP: return 0.0, 0.0
+    s = 1.0 / (1.0 + e)
+    return g * s, s * (1.0 + g * (1.0 - s))
+
+@njit(cache=True)
+def _swiglu_fwd_finish(gate, up, e, out):
+    for i in range(gate.shape[0]):
+        for j in range(gate.shape[1]):
+            sw, _ = _swish_pair(np.float64(gate[i, j]), np.float64(e[i, j]))
+            out[i, j] = sw * up[i, j]
+
+@njit(cache=True)
+def _swiglu_bwd_finish(dh, gate, up, e, dgate, dup):
+    for i in range(gate.shape[0]):
+        for j in range(gate.shape[1]):
+            d, u = np.float64(dh[i, j]), np.float64(up[i, j])
+            sw, dsw = _swish_pair(np.float64(gate[i, j]), np.float64(e[i, j]))
+            dgate[i, j] = d * u * dsw
+            dup[i, j] = d * sw
+
+def _scratch(buf, *inputs):
+    "`buf` if it shares no memory with the inputs, else a new array like it."
+    return np.empty_like(buf) if any(np.may_share_memory(buf, a) for a in inputs) else buf
+
+def swiglu_forward_cpu(gate, up, out):
+    "h = swish(gate)*up for NumPy [N,F] arrays in three passes (compiled clamp, NumPy exp, compiled finish) into `out` (may be gate or up); returns out."
+    e = _scratch(out, gate, up)
+    _neg_clamp_cpu(gate, e)
+    np.exp(e, out=e)
+    _swiglu_fwd_finish(gate, up, e, out)
+    return out
+
+def swiglu_backward_cpu(dh, gate, up, dgate, dup):
+    "(dgate, dup) = (dh*up*swish'(gate), dh*swish(gate)) for NumPy [N,F] arrays in three passes; outputs may be inputs."
+    e = _scratch(dgate, dh, gate, up, dup)
+    _neg_clamp_cpu(gate, e)
+    np.exp(e, out=e)
+    _swiglu_bwd_finish(dh, gate, up, e, dgate, dup)
+    return dgate, dup
 
 # %% ../nbs/08_swiglu.ipynb #d6b2b141
-SWIGLU_BLOCK = 64 if simulator_enabled() else 256        # threads per block (fewer OS threads under the simulator)
-SWIGLU_MAX_GRID = 4096                                   # blocks at most; the grid-stride loop covers the rest
-
 @cuda.jit(device=True)
 def sigmoid_dev(x):
     "Clamped float32 sigmoid for kernels: exp's argument stays in [-20, 20]."
@@ -115,55 +168,22 @@ def swiglu_bwd_kernel(dh, gate, up, dgate, dup):
         dup[r, c] = d * sw
 
 # %% ../nbs/08_swiglu.ipynb #63e6d070
-def _check_side(dev: bool, fn: str, **arrays):
-    "Raise ValueError if any given array is not on the same side (device or host) as the first input."
-    for k, a in arrays.items():
-        if a is not None and on_device(a) != dev:
-            raise ValueError(f"{fn}: {k} is a {'NumPy' if dev else 'device'} array but the inputs are {'device' if dev else 'NumPy'} arrays")
-
-def _grid(n: int, block: int | None, fn: str):
-    "(blocks, threads) for n elements: threads = block or SWIGLU_BLOCK, blocks capped at SWIGLU_MAX_GRID."
-    b = SWIGLU_BLOCK if block is None else int(block)
-    if not 1 <= b <= 1024: raise ValueError(f"{fn}: block must be in [1, 1024], got {block}")
-    return min(cdiv(n, b), SWIGLU_MAX_GRID), b
-
 def swiglu_forward(gate, up, out=None, block: int | None = None):
-    "h = swish(gate)*up for [N,F] arrays; NumPy -> reference, device (float32) -> fused kernel; `out` may be gate or up."
-    fn = "swiglu_forward"
-    if len(gate.shape) != 2: raise ValueError(f"{fn}: gate must be 2-D (N, F), got shape {tuple(gate.shape)}")
-    dev = on_device(gate)
-    _check_side(dev, fn, up=up, out=out)
-    _check_same(fn, "gate", gate, up=up, out=out)
-    if not dev:
-        h = swiglu_forward_ref(gate, up)
-        if out is None: return h
-        out[...] = h
-        return out
-    if np.dtype(gate.dtype) != np.float32: raise ValueError(f"{fn}: device arrays must be float32, got {gate.dtype}")
+    "h = swish(gate)*up for [N,F] arrays; NumPy float32 -> njit loop, other NumPy -> reference, device (float32) -> fused kernel (`block` threads per block); `out` may be gate or up."
+    if not on_device(gate) and gate.dtype != np.float32: return swiglu_forward_ref(gate, up, out=out)
+    if not _check_swiglu("swiglu_forward", gate, ("out",), up=up, out=out):
+        return swiglu_forward_cpu(gate, up, np.empty_like(gate) if out is None else out)
     if out is None: out = cuda.device_array(gate.shape, np.float32)
-    n = gate.shape[0] * gate.shape[1]
-    if n:
-        blocks, threads = _grid(n, block, fn)
-        swiglu_fwd_kernel[blocks, threads](gate, up, out)
+    if gate.size: swiglu_fwd_kernel[grid1d(gate.size, block)](gate, up, out)
     return out
 
 def swiglu_backward(dh, gate, up, dgate=None, dup=None, block: int | None = None):
-    "(dgate, dup) = (dh*up*swish'(gate), dh*swish(gate)) for [N,F] arrays; NumPy -> reference, device (float32) -> fused kernel."
-    fn = "swiglu_backward"
-    if len(gate.shape) != 2: raise ValueError(f"{fn}: gate must be 2-D (N, F), got shape {tuple(gate.shape)}")
-    dev = on_device(gate)
-    _check_side(dev, fn, dh=dh, up=up, dgate=dgate, dup=dup)
-    _check_same(fn, "gate", gate, up=up, dh=dh, dgate=dgate, dup=dup)
-    if not dev:
-        a, b = swiglu_backward_ref(dh, gate, up)
-        if dgate is not None: dgate[...] = a; a = dgate
-        if dup is not None: dup[...] = b; b = dup
-        return a, b
-    if np.dtype(gate.dtype) != np.float32: raise ValueError(f"{fn}: device arrays must be float32, got {gate.dtype}")
+    "(dgate, dup) = (dh*up*swish'(gate), dh*swish(gate)) for [N,F] arrays; NumPy float32 -> njit loop, other NumPy -> reference, device (float32) -> fused kernel."
+    if not on_device(gate) and gate.dtype != np.float32: return swiglu_backward_ref(dh, gate, up, dgate=dgate, dup=dup)
+    if not _check_swiglu("swiglu_backward", gate, ("dgate", "dup"), up=up, dh=dh, dgate=dgate, dup=dup):
+        new = lambda a: np.empty_like(gate) if a is None else a
+        return swiglu_backward_cpu(dh, gate, up, new(dgate), new(dup))
     if dgate is None: dgate = cuda.device_array(gate.shape, np.float32)
     if dup is None: dup = cuda.device_array(gate.shape, np.float32)
-    n = gate.shape[0] * gate.shape[1]
-    if n:
-        blocks, threads = _grid(n, block, fn)
-        swiglu_bwd_kernel[blocks, threads](dh, gate, up, dgate, dup)
+    if gate.size: swiglu_bwd_kernel[grid1d(gate.size, block)](dh, gate, up, dgate, dup)
     return dgate, dup
