@@ -8,7 +8,7 @@ import math
 import numpy as np
 from numba import cuda, float32, njit
 from .core import on_device, simulator_enabled
-from .kernels import check_args, grid2d, next_pow2, block_max, block_sum, reduction_block
+from .kernels import check_args, launch, grid2d, next_pow2, block_max, block_sum, reduction_block
 
 # %% auto #0
 __all__ = ['MASK_VALUE', 'MASKED_BELOW', 'QS', 'PS', 'ROW_MAX_THREADS', 'ROW_THREADS', 'attention_mask', 'attention_forward_ref',
@@ -289,7 +289,7 @@ def attention_forward(q, k, v, seg=None, out=None, probs=None):
     if B * T == 0: return out, probs
     scale = np.float32(1 / math.sqrt(hd))
     attn_scores_kernel[grid2d(T, T, B * H)](q, k, _no_seg() if seg is None else seg, seg is not None, scale, np.float32(MASK_VALUE), probs)
-    attn_softmax_kernel[B * H * T, _row_threads(T)](probs)
+    attn_softmax_kernel[launch(B * H * T, _row_threads(T))](probs)
     attn_pv_kernel[grid2d(H * hd, T, B)](probs, v, np.float32(1.0), out)
     return out, probs
 
@@ -308,7 +308,7 @@ def attention_backward(dout, q, k, v, probs, dq=None, dk=None, dv=None, dscores=
     prod, sc = grid2d(H * hd, T, B), grid2d(T, T, B * H)
     attn_ptv_kernel[prod](probs, dout, one, dv)                                  # dV = Pᵀ dO
     attn_scores_kernel[sc](dout, v, _no_seg(), False, one, np.float32(0.0), dscores)  # dP = dO Vᵀ (causal part)
-    attn_dscores_kernel[B * H * T, _row_threads(T)](probs, dscores)              # dS = P ⊙ (dP - rowsum)
+    attn_dscores_kernel[launch(B * H * T, _row_threads(T))](probs, dscores)              # dS = P ⊙ (dP - rowsum)
     attn_pv_kernel[prod](dscores, k, scale, dq)                                  # dQ = dS K / √hd
     attn_ptv_kernel[prod](dscores, q, scale, dk)                                 # dK = dSᵀ Q / √hd
     return dq, dk, dv

@@ -8,6 +8,7 @@ import functools, math
 import numpy as np
 from numba import cuda, float32, int64
 from .core import on_device, simulator_enabled, cdiv
+from .kernels import launch
 from .attention import MASK_VALUE, MASKED_BELOW, attention_mask, attention_forward_ref
 
 # %% auto #0
@@ -181,7 +182,7 @@ def attention_cached(q, k_cache, v_cache, start, out=None, tile: int | None = No
     if out is None: out = cuda.device_array((B, T, H, hd), np.float32)
     if B * T * H == 0: return out
     tile = _check_tile(CACHED_TILE if tile is None else tile, fn)
-    make_cached_kernel(hd, tile)[(T, H, B), tile](q, k_cache, v_cache, start_arr, start_int, use_arr,
+    make_cached_kernel(hd, tile)[launch((T, H, B), tile)](q, k_cache, v_cache, start_arr, start_int, use_arr,
                                                   np.float32(1 / math.sqrt(hd)), out)
     return out
 
@@ -530,7 +531,7 @@ def flash_attention_forward(q, k, v, seg=None, out=None, lse=None, tile: int | N
     if out is None: out = cuda.device_array((B, T, H, hd), np.float32)
     if lse is None: lse = cuda.device_array((B, H, T), np.float32)
     if B * T * H == 0: return out, lse
-    make_flash_forward_kernel(hd, tile)[(cdiv(T, tile), H, B), tile](
+    make_flash_forward_kernel(hd, tile)[launch((cdiv(T, tile), H, B), tile)](
         q, k, v, _no_seg() if seg is None else seg, seg is not None, np.float32(1 / math.sqrt(hd)), out, lse)
     return out, lse
 
@@ -559,6 +560,6 @@ def flash_attention_backward(dout, q, k, v, out, lse, seg=None, dq=None, dk=None
     if B * T * H == 0: return dq, dk, dv
     segd, use_seg, scale = _no_seg() if seg is None else seg, seg is not None, np.float32(1 / math.sqrt(hd))
     grid = (cdiv(T, tile), H, B)
-    make_flash_dq_kernel(hd, tile)[grid, tile](dout, q, k, v, out, lse, segd, use_seg, scale, dq, scratch)   # dq, D -> scratch
-    make_flash_dkdv_kernel(hd, tile)[grid, tile](dout, q, k, v, lse, scratch, segd, use_seg, scale, dk, dv)  # dk, dv (reads D)
+    make_flash_dq_kernel(hd, tile)[launch(grid, tile)](dout, q, k, v, out, lse, segd, use_seg, scale, dq, scratch)   # dq, D -> scratch
+    make_flash_dkdv_kernel(hd, tile)[launch(grid, tile)](dout, q, k, v, lse, scratch, segd, use_seg, scale, dk, dv)  # dk, dv (reads D)
     return dq, dk, dv

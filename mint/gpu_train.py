@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import numpy as np
 from numba import cuda
 from .core import ModelConfig
-from .kernels import fill
+from .kernels import fill, launch
 from .model import Workspace, workspace_bytes, n_params
 from .optim import adam_step, grad_sumsq
 from .counters import TransferCounter
@@ -121,14 +121,14 @@ class GpuEngine(Engine):
         return loss
     def update(self, loss, lr: float, step: int) -> float:
         grad_sumsq(self.g, out=self.sumsq)
-        poison_if_nonfinite_kernel[1, 1](loss, self.sumsq)      # a non-finite loss makes Adam drop the step
+        poison_if_nonfinite_kernel[launch(1, 1)](loss, self.sumsq)      # a non-finite loss makes Adam drop the step
         adam_step(self.p, self.g, self.m, self.v, lr, step, self.acfg, sumsq=self.sumsq, rejected=self.rejected)
         self.t_issued = time.perf_counter()                    # every launch of the step is queued (host time ends)
         loss.copy_to_host(self.loss_host)                      # 4 bytes down; waits for the step
         return float(self.loss_host[0])
     def accumulate(self, tot, loss, n: float):
         if tot is None: fill(self.val_acc, 0.0)
-        accumulate_kernel[1, 1](self.val_acc, loss, n)
+        accumulate_kernel[launch(1, 1)](self.val_acc, loss, n)
         return self.val_acc
     def total(self, tot) -> float: return float(tot.copy_to_host()[0])
     def host_params(self) -> np.ndarray:

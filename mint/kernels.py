@@ -10,32 +10,38 @@ from numba import cuda, float32
 from .core import on_device, simulator_enabled, cdiv
 
 # %% auto #0
-__all__ = ['THREADS', 'MAX_BLOCKS', 'grid1d', 'next_pow2', 'grid2d', 'check_args', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel',
-           'add_kernel', 'swap01_kernel', 'copy', 'add', 'swap01', 'block_sum', 'block_max', 'block_sum_y',
-           'reduction_block']
+__all__ = ['THREADS', 'MAX_BLOCKS', 'launch', 'grid1d', 'next_pow2', 'grid2d', 'check_args', 'as_3d', 'fill_kernel', 'fill',
+           'copy_kernel', 'add_kernel', 'swap01_kernel', 'copy', 'add', 'swap01', 'block_sum', 'block_max',
+           'block_sum_y', 'reduction_block', 'Graph', 'capture']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
 THREADS = 32 if simulator_enabled() else 256       # threads per block of 1-D (grid-stride) launches
 MAX_BLOCKS = 2 if simulator_enabled() else 4096    # grid-stride launches use at most this many blocks
 
-def grid1d(n: int, threads: int | None = None, max_blocks: int | None = None) -> tuple[int, int]:
-    "`(blocks, threads)` of a grid-stride launch over `n` items: `threads` (default THREADS) per block, 1 to `max_blocks` (default MAX_BLOCKS) blocks. Use as `kernel[grid1d(n)](...)`."
+_STREAMS = [0]   # where launches go: the default stream (0), or the graph builder of a `capture` in progress
+
+def launch(grid, block) -> tuple:
+    "The launch configuration `(grid, block, stream)` of every kernel launch: `kernel[launch(grid, block)](...)`; the stream is the default one, or a CUDA-graph builder while `capture` runs."
+    return grid, block, _STREAMS[-1]
+
+def grid1d(n: int, threads: int | None = None, max_blocks: int | None = None) -> tuple:
+    "`launch(blocks, threads)` of a grid-stride launch over `n` items: `threads` (default THREADS) per block, 1 to `max_blocks` (default MAX_BLOCKS) blocks. Use as `kernel[grid1d(n)](...)`."
     t = THREADS if threads is None else int(threads)
     if not 1 <= t <= 1024: raise ValueError(f"threads per block must be in [1, 1024], got {threads}")
-    return max(1, min(cdiv(n, t), MAX_BLOCKS if max_blocks is None else int(max_blocks))), t
+    return launch(max(1, min(cdiv(n, t), MAX_BLOCKS if max_blocks is None else int(max_blocks))), t)
 
 # %% ../nbs/03_kernels.ipynb #eddf87fb
 def next_pow2(n: int) -> int:
     "Smallest power of two >= n (1 for n <= 1)."
     return 1 << max(0, int(n) - 1).bit_length()
 
-def grid2d(nx: int, ny: int, nz: int = 1, block: tuple[int, int] | None = None) -> tuple[tuple, tuple]:
-    "`(grid, block)` covering `nx × ny` threads in each of `nz` slices: `block` (bx, by), or x up to 32 and bx·by up to 256. Use as `kernel[grid2d(nx, ny, nz)](...)`."
+def grid2d(nx: int, ny: int, nz: int = 1, block: tuple[int, int] | None = None) -> tuple:
+    "`launch(grid, block)` covering `nx × ny` threads in each of `nz` slices: `block` (bx, by), or x up to 32 and bx·by up to 256. Use as `kernel[grid2d(nx, ny, nz)](...)`."
     if block is None:
         bx = min(32, next_pow2(nx)); by = min(256 // bx, next_pow2(ny))
     else: bx, by = (int(b) for b in block)
     if not (bx >= 1 and by >= 1 and bx * by <= 1024): raise ValueError(f"block {block} must have 1 to 1024 threads")
-    return (cdiv(nx, bx), cdiv(ny, by), nz), (bx, by)
+    return launch((cdiv(nx, bx), cdiv(ny, by), nz), (bx, by))
 
 # %% ../nbs/03_kernels.ipynb #6280c9b1
 def _side(a) -> str: return "device" if on_device(a) else "NumPy"
@@ -254,3 +260,26 @@ def reduction_block(fn: str, threads: int | None = None, default: int = THREADS,
     if t < 1 or t > limit or t & (t - 1):
         raise ValueError(f"{fn}: threads per block must be a power of two in [1, {limit}], got {threads}")
     return t
+
+# %% ../nbs/03_kernels.ipynb #2d6dec30
+class Graph:
+    "A recorded sequence of kernel launches: `launch()` replays it on the default stream (the simulator: calls the recorded function again)."
+    def __init__(self, graph=None, fn=None): self.graph, self.fn = graph, fn
+    def launch(self) -> None:
+        if self.graph is None: self.fn(); return
+        from cuda.core import Stream
+        self.graph.launch(Stream.from_handle(0))
+
+def capture(fn) -> Graph:
+    "Run `fn()` once while recording every launch it makes (none may copy to or from the host), and return the recording as a `Graph`."
+    if simulator_enabled(): return Graph(fn=fn)
+    from cuda.core import Device
+    cuda.synchronize()                                   # the recording must not race work queued before it
+    builder = Device().create_graph_builder()
+    builder.begin_building()
+    _STREAMS.append(builder)
+    try: fn()
+    finally:
+        _STREAMS.pop()
+        graph = builder.end_building()                   # also on an error: leave capture mode
+    return Graph(graph.complete())

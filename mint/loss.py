@@ -8,7 +8,7 @@ import math
 import numpy as np
 from numba import cuda, float32, float64, njit
 from .core import on_device, simulator_enabled
-from .kernels import check_args, block_max, block_sum, reduction_block
+from .kernels import check_args, launch, block_max, block_sum, reduction_block
 
 # %% auto #0
 __all__ = ['CE_MAX_BLOCK', 'CE_BLOCK', 'check_targets', 'cross_entropy_ref', 'cross_entropy_cpu', 'ce_count_kernel',
@@ -175,7 +175,7 @@ def cross_entropy(logits, targets, loss_mask, dlogits=None, loss_out=None, scrat
     if dlogits is None: dlogits = cuda.device_array((n, v), np.float32)
     if loss_out is None: loss_out = cuda.device_array(1, np.float32)
     if scratch is None: scratch = cuda.device_array(n + 1, np.float32)
-    ce_count_kernel[1, b](loss_mask, scratch)
-    if n: cross_entropy_kernel[n, b](logits, targets, loss_mask, scratch, dlogits)
-    ce_loss_kernel[1, b](scratch, loss_out)
+    ce_count_kernel[launch(1, b)](loss_mask, scratch)
+    if n: cross_entropy_kernel[launch(n, b)](logits, targets, loss_mask, scratch, dlogits)
+    ce_loss_kernel[launch(1, b)](scratch, loss_out)
     return loss_out, dlogits

@@ -8,7 +8,7 @@ import math
 import numpy as np
 from numba import cuda, float32, njit
 from .core import on_device, simulator_enabled
-from .kernels import check_args, grid2d, block_sum, block_sum_y, reduction_block
+from .kernels import check_args, launch, grid2d, block_sum, block_sum_y, reduction_block
 
 # %% auto #0
 __all__ = ['RMSNORM_MAX_BLOCK', 'RMSNORM_BLOCK', 'DG_COLS', 'DG_ROWS', 'DG_SLOTS', 'rmsnorm_forward_ref', 'rmsnorm_backward_ref',
@@ -155,7 +155,7 @@ def rmsnorm_forward(x, g, eps: float = 1e-6, out=None, rstd=None, block: int | N
     n, d = x.shape
     if out is None: out = cuda.device_array((n, d), np.float32)
     if rstd is None: rstd = cuda.device_array(n, np.float32)
-    if n: rmsnorm_fwd_kernel[n, b](x, g, np.float32(eps), out, rstd)
+    if n: rmsnorm_fwd_kernel[launch(n, b)](x, g, np.float32(eps), out, rstd)
     return out, rstd
 
 def rmsnorm_backward(dy, x, g, rstd, dx=None, dg=None, block: int | None = None):
@@ -169,6 +169,6 @@ def rmsnorm_backward(dy, x, g, rstd, dx=None, dg=None, block: int | None = None)
     n, d = x.shape
     if dx is None: dx = cuda.device_array((n, d), np.float32)
     if dg is None: dg = cuda.device_array(d, np.float32)
-    if n: rmsnorm_bwd_kernel[n, b](dy, x, g, rstd, dx)
+    if n: rmsnorm_bwd_kernel[launch(n, b)](dy, x, g, rstd, dx)
     if d: rmsnorm_dg_kernel[grid2d(d, DG_ROWS, block=(DG_COLS, DG_ROWS))](dy, x, rstd, dg)
     return dx, dg
