@@ -12,7 +12,7 @@ from .core import on_device, simulator_enabled, cdiv
 # %% auto #0
 __all__ = ['THREADS', 'MAX_BLOCKS', 'launch', 'grid1d', 'next_pow2', 'grid2d', 'check_args', 'as_3d', 'fill_kernel', 'fill',
            'copy_kernel', 'add_kernel', 'swap01_kernel', 'copy', 'add', 'swap01', 'block_sum', 'block_max',
-           'block_sum_y', 'reduction_block', 'Graph', 'capture']
+           'block_sum_y', 'reduction_block', 'Graph', 'stream_handle', 'capture']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
 THREADS = 32 if simulator_enabled() else 256       # threads per block of 1-D (grid-stride) launches
@@ -269,6 +269,11 @@ class Graph:
         if self.graph is None: self.fn(); return
         from cuda.core import Stream
         self.graph.launch(Stream.from_handle(0))
+
+def stream_handle() -> int:
+    "The raw CUDA handle of the launch stream — 0 (the legacy default stream), or the capture stream of a `capture` in progress — for libraries (cuBLAS) that take one."
+    s = _STREAMS[-1]
+    return 0 if isinstance(s, int) else int(s.stream.handle)
 
 def capture(fn) -> Graph:
     "Run `fn()` once while recording every launch it makes (none may copy to or from the host), and return the recording as a `Graph`."

@@ -109,6 +109,9 @@ def _dummy_bias():
 
 def _gemm(a, b, out, bias, trans_a: bool, trans_b: bool, tile: int = TILE):
     "Launch the tiled GEMM out = op(a)·op(b) (+ bias) on checked device float32 arrays; allocates `out` if None."
+    if tile == TILE:   # training's GEMM: the best rung of the GEMM-ladder chapter (or cuBLAS, `mint.gemm.set_gemm_provider`)
+        from mint.gemm import launch_gemm          # imported here: mint.gemm builds on this module
+        return launch_gemm(a, b, out, bias, trans_a, trans_b)
     M = a.shape[1] if trans_a else a.shape[0]
     N = b.shape[0] if trans_b else b.shape[1]
     if out is None: out = cuda.device_array((M, N), dtype=np.float32)
