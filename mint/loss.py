@@ -20,7 +20,7 @@ def _check_ce(fn: str, logits, targets, loss_mask, dlogits=None, loss_out=None, 
     return check_args(fn, logits=(logits, ("N", "V"), np.floating), targets=(targets, ("N",), np.integer),
                       loss_mask=(loss_mask, ("N",), np.floating), dlogits=(dlogits, ("N", "V"), logits.dtype.type),
                       loss_out=(loss_out, (1,), np.floating if not on_device(logits) else (np.float32, np.float64)),
-                      scratch=(scratch, (logits.shape[0] + 1,), np.float32), outs=("dlogits", "loss_out", "scratch"), inplace=True)
+                      scratch=(scratch, (logits.shape[0] + 1,), np.floating), outs=("dlogits", "loss_out", "scratch"), inplace=True)
 
 def check_targets(targets: np.ndarray, vocab_size: int):
     "Raise ValueError naming the first row whose target is outside [0, vocab_size) (§13 bug 4)."
