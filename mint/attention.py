@@ -6,7 +6,7 @@
 from __future__ import annotations
 import math
 import numpy as np
-from numba import cuda, float32, njit
+from numba import cuda, float32, njit, prange
 from .core import on_device, simulator_enabled
 from .kernels import check_args, launch, grid2d, next_pow2, block_max, block_sum, reduction_block
 
@@ -82,49 +82,46 @@ def attention_backward_ref(dout, q, k, v, probs, dq=None, dk=None, dv=None, dsco
     return dq, dk, dv
 
 # %% ../nbs/09_attention.ipynb #e365d248
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _softmax_shift_cpu(s, seg, use_seg, scale):
     "In place over s [B,H,T,T] holding Q·Kᵀ: allowed (causal, same segment) entries -> scale·s - row max, others -> -inf."
     B, H, T, Tk = s.shape
-    for b in range(B):
-        for h in range(H):
-            for t in range(T):
-                st = seg[b, t] if use_seg else 0
-                m = -np.inf
-                for j in range(t + 1):
-                    if not use_seg or (st >= 0 and seg[b, j] == st):
-                        m = max(m, s[b, h, t, j] * scale)
-                for j in range(Tk):
-                    ok = j <= t and m > -np.inf and (not use_seg or seg[b, j] == st)
-                    s[b, h, t, j] = s[b, h, t, j] * scale - m if ok else -np.inf
+    for r in prange(B * H * T):
+        b, h, t = r // (H * T), (r // T) % H, r % T
+        st = seg[b, t] if use_seg else 0
+        m = -np.inf
+        for j in range(t + 1):
+            if not use_seg or (st >= 0 and seg[b, j] == st):
+                m = max(m, s[b, h, t, j] * scale)
+        for j in range(Tk):
+            ok = j <= t and m > -np.inf and (not use_seg or seg[b, j] == st)
+            s[b, h, t, j] = s[b, h, t, j] * scale - m if ok else -np.inf
 
-@njit(cache=True, fastmath={"reassoc"})
+@njit(cache=True, fastmath={"reassoc"}, parallel=True)
 def _softmax_finish_cpu(p):
     "In place: divide every row of p [B,H,T,T] (holding e^{S-m}, 0 where masked) by its sum; an all-zero row stays 0."
     B, H, T, Tk = p.shape
-    for b in range(B):
-        for h in range(H):
-            for t in range(T):
-                z = 0.0
-                for j in range(Tk):
-                    z += p[b, h, t, j]
-                if z > 0:
-                    inv = 1.0 / z
-                    for j in range(Tk):
-                        p[b, h, t, j] *= inv
+    for r in prange(B * H * T):
+        b, h, t = r // (H * T), (r // T) % H, r % T
+        z = 0.0
+        for j in range(Tk):
+            z += p[b, h, t, j]
+        if z > 0:
+            inv = 1.0 / z
+            for j in range(Tk):
+                p[b, h, t, j] *= inv
 
-@njit(cache=True, fastmath={"reassoc"})
+@njit(cache=True, fastmath={"reassoc"}, parallel=True)
 def _dscores_cpu(p, ds):
     "In place: ds (holding dP) <- p ⊙ (dP - rowsum(dP ⊙ p)) row by row; p, ds [B,H,T,T]."
     B, H, T, Tk = p.shape
-    for b in range(B):
-        for h in range(H):
-            for t in range(T):
-                dot = 0.0
-                for j in range(Tk):
-                    dot += ds[b, h, t, j] * p[b, h, t, j]
-                for j in range(Tk):
-                    ds[b, h, t, j] = p[b, h, t, j] * (ds[b, h, t, j] - dot)
+    for r in prange(B * H * T):
+        b, h, t = r // (H * T), (r // T) % H, r % T
+        dot = 0.0
+        for j in range(Tk):
+            dot += ds[b, h, t, j] * p[b, h, t, j]
+        for j in range(Tk):
+            ds[b, h, t, j] = p[b, h, t, j] * (ds[b, h, t, j] - dot)
 
 _NO_SEG_CPU = np.zeros((1, 1), np.int32)   # stands in for seg=None (a compiled loop takes an array, not None)
 

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import math
 import numpy as np
-from numba import cuda, float32, float64, njit
+from numba import cuda, float32, float64, njit, prange
 from .core import on_device, simulator_enabled
 from .kernels import check_args, launch, block_max, block_sum, reduction_block
 
@@ -53,19 +53,19 @@ def cross_entropy_ref(logits: np.ndarray, targets: np.ndarray, loss_mask: np.nda
     return loss, p
 
 # %% ../nbs/10_loss.ipynb #def99b3e
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _ce_shift_cpu(logits, m, targets, out, zt):
     "out[r] = logits[r] - m[r] row by row, after zt[r] = logits[r, targets[r]] - m[r] (so out may be logits)."
-    for r in range(logits.shape[0]):
+    for r in prange(logits.shape[0]):
         zt[r] = np.float64(logits[r, targets[r]]) - m[r]
         for j in range(logits.shape[1]):
             out[r, j] = logits[r, j] - m[r]
 
-@njit(cache=True, fastmath={"reassoc"})
+@njit(cache=True, fastmath={"reassoc"}, parallel=True)
 def _ce_finish_cpu(e, targets, loss_mask, count, zt):
     "e[r] holds exp(z - m): turn each row into (P - onehot)·mask/count in place; return Σ mask·(log Σe - zt) in float64."
     total = 0.0
-    for r in range(e.shape[0]):
+    for r in prange(e.shape[0]):
         s = 0.0
         for j in range(e.shape[1]):
             s += e[r, j]

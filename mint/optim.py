@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 import numpy as np
-from numba import cuda, float64, njit
+from numba import cuda, float64, njit, prange
 from .core import on_device
 from .kernels import THREADS, check_args, grid1d, fill, block_sum, reduction_block
 
@@ -124,21 +124,21 @@ def lr_at(step: int, total_steps: int, base_lr: float, warmup_steps: int, min_ra
     return min_lr + (base_lr - min_lr) * (1 + math.cos(math.pi * progress)) / 2
 
 # %% ../nbs/11_optim.ipynb #32557151
-@njit(cache=True, fastmath={"reassoc"})
+@njit(cache=True, fastmath={"reassoc"}, parallel=True)
 def grad_sumsq_cpu(grads):
-    "Σ grads² of a flat array, accumulated in float64 in one pass (NaN/inf propagate)."
+    "Σ grads² of a flat array, accumulated in float64 in one pass split over the cores (NaN/inf propagate)."
     s = 0.0
-    for i in range(grads.size):
+    for i in prange(grads.size):
         x = np.float64(grads[i])
         s += x * x
     return s
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _adam_cpu(params, grads, m, v, lr, bc1, bc2, beta1, beta2, eps, weight_decay, max_update, scale, fmax,
               decay_mask, use_mask):
-    "adam_step_kernel's arithmetic over flat buffers, one element at a time (float64); returns the number refused."
+    "adam_step_kernel's arithmetic over flat buffers, one element at a time (float64), split over the cores; returns the number refused."
     n_bad = 0
-    for i in range(params.size):
+    for i in prange(params.size):
         g = np.float64(grads[i]) * scale
         mi = beta1 * np.float64(m[i]) + (1.0 - beta1) * g
         vi = beta2 * np.float64(v[i]) + (1.0 - beta2) * (g * g)

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import math
 import numpy as np
-from numba import cuda, float32, njit
+from numba import cuda, float32, njit, prange
 from .core import on_device, simulator_enabled
 from .kernels import check_args, launch, grid2d, block_sum, block_sum_y, reduction_block
 
@@ -52,11 +52,11 @@ def rmsnorm_backward_ref(dy: np.ndarray, x: np.ndarray, g: np.ndarray, rstd: np.
     return dx, dg
 
 # %% ../nbs/07_rmsnorm.ipynb #ef063a68
-@njit(cache=True, fastmath={"reassoc"})
+@njit(cache=True, fastmath={"reassoc"}, parallel=True)
 def rmsnorm_forward_cpu(x, g, eps, out, rstd):
-    "RMSNorm of x [N,d] row by row into out (may be x) and rstd [N]; float64 sums. Returns (out, rstd)."
+    "RMSNorm of x [N,d] row by row (rows split over the cores) into out (may be x) and rstd [N]; float64 sums. Returns (out, rstd)."
     N, d = x.shape
-    for n in range(N):
+    for n in prange(N):
         ss = 0.0
         for j in range(d):
             v = np.float64(x[n, j])

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import functools, math
 import numpy as np
-from numba import cuda, float32, float64, njit
+from numba import cuda, float32, float64, njit, prange
 from .core import on_device
 from .kernels import check_args, grid1d
 
@@ -55,23 +55,19 @@ def rope_backward_ref(dy: np.ndarray, pos: np.ndarray, out=None) -> np.ndarray:
     return _rope_rotate_ref(dy, pos, -1.0, out)
 
 # %% ../nbs/06_rope.ipynb #7d396432
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def rope_cpu(x, pos, inv_freq, out, sign):
-    "out = rotation of x [N,H,hd] by sign·pos[n]·inv_freq[p] on pairs (p, p+hd/2), one pass (float64 angles); out may be x. Returns out."
+    "out = rotation of x [N,H,hd] by sign·pos[n]·inv_freq[p] on pairs (p, p+hd/2), one pass (float64 angles), rows split over the cores; out may be x. Returns out."
     N, H, hd = x.shape
     half = hd // 2
-    c = np.empty(half)
-    s = np.empty(half)
-    for n in range(N):
+    for n in prange(N):
         for p in range(half):
             theta = np.float64(pos[n]) * inv_freq[p]
-            c[p] = math.cos(theta)
-            s[p] = sign * math.sin(theta)
-        for h in range(H):
-            for p in range(half):
+            c, s = math.cos(theta), sign * math.sin(theta)
+            for h in range(H):                  # one row of x is H·hd floats: in cache across this loop
                 a, b = np.float64(x[n, h, p]), np.float64(x[n, h, p + half])
-                out[n, h, p] = a * c[p] - b * s[p]
-                out[n, h, p + half] = a * s[p] + b * c[p]
+                out[n, h, p] = a * c - b * s
+                out[n, h, p + half] = a * s + b * c
     return out
 
 # %% ../nbs/06_rope.ipynb #7ab35071

@@ -6,7 +6,7 @@ r"""The gated feed-forward network of every layer (§5.6 of the Mint report): an
 from __future__ import annotations
 import math
 import numpy as np
-from numba import cuda, float32, njit
+from numba import cuda, float32, njit, prange
 from .core import on_device
 from .kernels import check_args, grid1d
 
@@ -66,10 +66,10 @@ def swiglu_backward_ref(dh: np.ndarray, gate: np.ndarray, up: np.ndarray, dgate=
     return dg, du
 
 # %% ../nbs/08_swiglu.ipynb #7ab2a462
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _neg_clamp_cpu(x, out):
     "out = -clamp(x, ±SWISH_CLAMP), elementwise over [N,F] arrays."
-    for i in range(x.shape[0]):
+    for i in prange(x.shape[0]):
         for j in range(x.shape[1]):
             v = x[i, j]
             out[i, j] = -SWISH_CLAMP if v > SWISH_CLAMP else (SWISH_CLAMP if v < -SWISH_CLAMP else -v)
@@ -82,16 +82,16 @@ def _swish_pair(g, e):
     s = 1.0 / (1.0 + e)
     return g * s, s * (1.0 + g * (1.0 - s))
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _swiglu_fwd_finish(gate, up, e, out):
-    for i in range(gate.shape[0]):
+    for i in prange(gate.shape[0]):
         for j in range(gate.shape[1]):
             sw, _ = _swish_pair(np.float64(gate[i, j]), np.float64(e[i, j]))
             out[i, j] = sw * up[i, j]
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _swiglu_bwd_finish(dh, gate, up, e, dgate, dup):
-    for i in range(gate.shape[0]):
+    for i in prange(gate.shape[0]):
         for j in range(gate.shape[1]):
             d, u = np.float64(dh[i, j]), np.float64(up[i, j])
             sw, dsw = _swish_pair(np.float64(gate[i, j]), np.float64(e[i, j]))
