@@ -102,7 +102,7 @@ def clean_temp_files(folder) -> list[Path]:
     gone = []
     for p in temp_files(folder):
         try: p.unlink(); gone.append(p)
-        except FileNotFoundError: pass
+        except OSError: pass                               # gone already, or not ours to remove: leave it named
     return gone
 
 # %% ../nbs/13_checkpoint.ipynb #10257a9e
@@ -329,10 +329,10 @@ class RunLock:
     def __enter__(self):
         key = str(self.folder.resolve())
         if key in RunLock._held: RunLock._held[key][1] += 1; return self
-        path = self.folder / LOCK_NAME
+        path, fd = self.folder / LOCK_NAME, None
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            while True:
+            while fd is None:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
                 if not _try_lock(fd):
                     os.close(fd)
@@ -345,13 +345,13 @@ class RunLock:
                                          f"wait for it to end, or choose another --out")
                 try: same = os.stat(path).st_ino == os.fstat(fd).st_ino
                 except FileNotFoundError: same = False
-                if same: break
-                os.close(fd)                               # the holder removed the file as we opened it: again
+                if not same: os.close(fd); fd = None       # the holder removed the file as we opened it: again
             old = _read_holder(path)
             me = dict(pid=os.getpid(), host=socket.gethostname(),
                       started=datetime.datetime.now().isoformat(timespec="seconds"), command=" ".join(sys.argv))
             os.ftruncate(fd, 0); os.lseek(fd, 0, os.SEEK_SET); os.write(fd, json.dumps(me).encode())
         except OSError as e:
+            if fd is not None: os.close(fd)
             raise SaveError(path, e) from None
         if old.get("pid"):
             self.log(f"note: took over the lock of {self.folder} left by a run that is no longer running ({describe_holder(old)})")

@@ -268,8 +268,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("mint: interrupted", file=sys.stderr); return 130
     except MemoryError as e:
-        print(f"mint: error: {_one_line(e) if str(e) else 'out of memory: lower --batch-size or --seq-len, or pick a smaller --preset'}",
-              file=sys.stderr)
+        msg = _one_line(e) if str(e) else "out of memory"
+        hint = "" if "--batch-size" in msg else ": lower --batch-size or --seq-len, or pick a smaller --preset"
+        print(f"mint: error: {msg}{hint}", file=sys.stderr)
         return 1
     except (ValueError, OSError, RuntimeError, ArithmeticError, ImportError) as e:
         print(f"mint: error: {_one_line(e)}", file=sys.stderr)

@@ -10,7 +10,7 @@ import numpy as np
 from .core import preset, get_device
 from .vocab import Vocab
 from .model import init_params, n_params
-from .train import TrainConfig, train
+from .train import TrainConfig, train, check_memory
 
 # %% auto #0
 __all__ = ['RESUMABLE_CHANGES', 'load_samples', 'default_run_dir', 'check_out_dir', 'data_fingerprint', 'safe_exp',
@@ -146,6 +146,7 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
         params = init_params(cfg, tcfg.seed)
     T = tcfg.seq_len or cfg.max_seq_len
     if T > cfg.max_seq_len: raise ValueError(f"--seq-len {T} exceeds the model's max_seq_len {cfg.max_seq_len}")
+    if dev == "cpu": check_memory(cfg, tcfg.batch_size, T)   # before the batches are made (the GPU engine checks its own)
     rng = np.random.default_rng(tcfg.seed)                  # the one source of the batch order (resume remakes it)
     if kind == "lm":
         tr, va = D.encode_corpus(train_s, vocab), D.encode_corpus(val_s, vocab)

@@ -348,7 +348,7 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
         def save_state():
             st = TrainState(step, tcfg, cfg, vocab, meta, hist, best, best_step, engine.state())
             return save("training state", lambda: save_train_state(out_dir, st))
-        def validate(limit):
+        def validate(limit, with_state=True):
             nonlocal best, best_step, last_val, ckpt, validated_at
             last_val, validated_at = float(engine.evaluate(val_batches, limit)), step
             hist["val_step"].append(step); hist["val_loss"].append(last_val)
@@ -360,7 +360,7 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                 p = None if out_dir is None else save("best checkpoint", lambda: save_checkpoint(
                     out_dir / "best.safetensors", engine.host_params(), cfg, vocab, {**meta, "step": step, "val_loss": last_val}))
                 if out_dir is None or p is not None: best, best_step, ckpt = last_val, step, p or ckpt
-            if out_dir is not None: save_state()
+            if out_dir is not None and with_state: save_state()
         def save_now():
             if out_dir is None: note("save now: this run has no folder (out_dir=None), nothing to save"); return
             p = save(f"checkpoint of step {step}", lambda: save_checkpoint(
@@ -401,9 +401,17 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                         reason, stopped = "time_limit", f"time limit ({tcfg.time_limit:.0f} s) reached at step {step}"; break
                 # 3. the end: a last validation (which saves the best checkpoint and the state), unless diverged
                 if reason != "diverged" and step > 0 and validated_at != step: validate(None)
-            except KeyboardInterrupt:            # a second Ctrl-C: stopped at once, perhaps inside a step
-                reason = "interrupted"
-                stopped = f"interrupted at once during step {step + 1}; saved files are those of step {validated_at}"
+            except KeyboardInterrupt:
+                # A KeyboardInterrupt that is not the handler's flag (a second Ctrl-C, or one raised without a signal)
+                # may have cut a step: its weights are whole (each array is written by one call), Adam's moments may
+                # not match them. The first one still validates and saves the best checkpoint, not the training state;
+                # a second one stops at once.
+                first, reason = control.stop_reason is None, "interrupted"
+                control.request_stop("interrupted")
+                stopped = f"interrupted at once during step {step + 1}; the training state is that of step {validated_at}"
+                if first and step > 0:
+                    try: validate(None, with_state=False); stopped += f", the best checkpoint validated at step {step}"
+                    except KeyboardInterrupt: pass
             finally:
                 bar.close()
             secs = time.perf_counter() - t0

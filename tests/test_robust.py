@@ -77,12 +77,12 @@ def tiny_setup():
 
 @POSIX
 def test_a_save_killed_at_every_stage_leaves_the_old_or_the_new_whole_file(tmp_path, monkeypatch):
-    """Record every stage of every atomic write of a run (create, each write of a 4 KiB chunk, fsync, rename, folder
+    """Record every stage of every atomic write of a run (create, each write of an 8 KiB chunk, fsync, rename, folder
     fsync; best checkpoint, training state, history), then for each stage kill a forked copy of the run right there
     (os._exit: no clean-up) and check what it left: each file is byte-identical to what was on disk before, or a newer
     whole one that loads; the run resumes from it to the same losses as the uninterrupted run."""
     go = tiny_setup()
-    monkeypatch.setattr(C, "CHUNK", 4096)
+    monkeypatch.setattr(C, "CHUNK", 8192)
     events = []
     monkeypatch.setattr(C, "fault_hook", lambda point, path: events.append((point, path.name)))
     full = go(tmp_path / "full")
@@ -324,6 +324,9 @@ def test_disk_full_mid_run_fails_that_save_not_the_run(tmp_path, capsys, monkeyp
 
 
 def test_not_enough_memory_is_found_before_training(tmp_path, capsys, monkeypatch):
+    code, out, err = run(["train", "--max", "100", "--steps", "2", "--batch-size", "100000000", "--out", tmp_path / "h",
+                          "--no-progress"], capsys)
+    assert "--batch-size" in one_line_error(code, err) and "model:" not in out   # a huge batch: before any batch is made
     monkeypatch.setattr(T, "available_memory", lambda: 2**20)
     code, out, err = run(["train", "--max", "100", "--steps", "2", "--out", tmp_path / "r", *SMALL], capsys)
     msg = one_line_error(code, err)
