@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--eval-every", type=_positive(int), default=D.eval_every, help=f"validate every N steps (default {D.eval_every})")
     t.add_argument("--max", type=_positive(int), default=None, dest="max_samples", help="use at most N samples of the corpus")
     t.add_argument("--init", default=None, help="fine-tune from this checkpoint (keeps its vocab and config)")
-    t.add_argument("--out", default=None, help="run folder for checkpoints (default: RUNS/peoples_daily or RUNS/<data>, RUNS as `mint list` shows)")
+    t.add_argument("--out", default=None, help="run folder for checkpoints (default: RUNS/peoples_daily or RUNS/<data>; RUNS = $MINT_HOME/runs, else runs/ of the Mint clone you are in, else ~/.mint/runs)")
     t.add_argument("--resume", default=None, metavar="RUN", help="continue the run in folder RUN where it stopped (its data and settings; --steps, --time-limit, --eval-every, --device may change)")
     t.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto (default) uses a real GPU if present")
     t.add_argument("--time-limit", type=float, default=9.0, help="stop training after this many minutes, keeping the best checkpoint (default 9; 0 = none; counts anew on --resume)")
@@ -207,7 +207,8 @@ def cmd_list(a):
         holder = lock_holder(d)
         if holder: print(f"{d}: in use by a run ({describe_holder(holder)})")
         if (d / STATE_NAME).exists():
-            try: print(f"{d}: training state at step {read_info(d / STATE_NAME).get('step', '?')} (continue: mint train --resume {d})")
+            try: print(f"{d}: training state at step {read_info(d / STATE_NAME).get('step', '?')}"
+                       + ("" if holder else f" (continue: mint train --resume {d})"))
             except CheckpointError as e: print(f"{d}: unreadable training state ({e})")
         tmp = temp_files(d)
         if tmp and not holder:
