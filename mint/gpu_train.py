@@ -133,11 +133,13 @@ class GpuEngine(Engine):
     def total(self, tot) -> float: return float(tot.copy_to_host()[0])
     def host_params(self) -> np.ndarray:
         self.p.copy_to_host(self.params); return self.params
+    def to_host(self, b) -> np.ndarray: return b.copy_to_host()
+    def from_host(self, b, a: np.ndarray): b.copy_to_device(a)
     def finish(self, hist: dict):
         self.host_params()
         hist.update(self.counts, adam_rejected=int(self.rejected.copy_to_host()[0]))
 
 def train_gpu(params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list,
-              vocab, out_dir=None, meta: dict | None = None, progress: bool = True) -> TrainResult:
-    "`mint.train.train` on a CUDA GPU: same arguments, result, checkpoints and stop rules; `params` (flat float32) gets the final weights. History adds per-step counts (alloc, h2d, d2h, d2d, launches)."
-    return run_training(GpuEngine(params, cfg, tcfg), cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, progress)
+              vocab, out_dir=None, meta: dict | None = None, progress: bool = True, **kw) -> TrainResult:
+    "`mint.train.train` on a CUDA GPU: same arguments (`control`, `resume`, `on_end` too), result, checkpoints and stop rules; `params` (flat float32) gets the final weights. History adds per-step counts (alloc, h2d, d2h, d2d, launches)."
+    return run_training(GpuEngine(params, cfg, tcfg), cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, progress, **kw)

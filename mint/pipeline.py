@@ -4,16 +4,17 @@
 
 # %% ../nbs/18_pipeline.ipynb #55214abc
 from __future__ import annotations
-import math, time
+import math, time, sys, json, hashlib, dataclasses
 from pathlib import Path
 import numpy as np
 from .core import preset, get_device
 from .vocab import Vocab
 from .model import init_params, n_params
-from .train import TrainConfig, train
+from .train import TrainConfig, train, check_memory
 
 # %% auto #0
-__all__ = ['load_samples', 'check_out_dir', 'train_corpus', 'format_report']
+__all__ = ['RESUMABLE_CHANGES', 'load_samples', 'default_run_dir', 'check_out_dir', 'data_fingerprint', 'safe_exp',
+           'train_corpus', 'resume_corpus', 'format_report']
 
 # %% ../nbs/18_pipeline.ipynb #43377d20
 def load_samples(data: str, root="data", max_samples: int | None = None) -> tuple[str, list, str, str]:
@@ -43,49 +44,110 @@ def load_samples(data: str, root="data", max_samples: int | None = None) -> tupl
 def _texts(kind, samples):
     return samples if kind == "lm" else [p + r for p, r in samples]
 
+def default_run_dir(data: str) -> Path:
+    "The run folder of a corpus when no --out is given: `runs_dir()/peoples_daily`, or `runs_dir()/<name or file stem>`."
+    from mint.checkpoint import runs_dir
+    return runs_dir() / ("peoples_daily" if data in ("peoples_daily", "people", "pd") else Path(str(data)).stem)
+
 def check_out_dir(out_dir, overwrite: bool = False):
-    "Refuse to train into a folder that already holds a checkpoint (a new run's 'best' would replace it), unless `overwrite`."
-    from mint.checkpoint import checkpoint_meta
-    ck = Path(out_dir) / "best.safetensors"
-    if ck.exists() and not overwrite:
+    "Refuse to train into a folder that holds a checkpoint or a training state (a new run would replace them), unless `overwrite`."
+    from mint.checkpoint import checkpoint_meta, STATE_NAME
+    ck, st = Path(out_dir) / "best.safetensors", Path(out_dir) / STATE_NAME
+    if overwrite: return
+    resume = f"continue it with `mint train --resume {out_dir}`, " if st.exists() else ""
+    if ck.exists():
         m = checkpoint_meta(ck)
         raise ValueError(f"{ck} already exists (step {m.get('step', '?')}, validation loss {m.get('val_loss', '?')}): "
-                         f"a new run would replace it — choose another --out, or pass --overwrite")
+                         f"a new run would replace it — {resume}choose another --out, or pass --overwrite")
+    if st.exists():
+        raise ValueError(f"{st} holds an unfinished run: a new run would replace it — {resume}choose another --out, or pass --overwrite")
+
+def data_fingerprint(samples) -> str:
+    "A short sha256 of the training samples: a resumed run checks that it trains on the same data."
+    return hashlib.sha256(json.dumps(samples, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+
+def safe_exp(x: float) -> float:
+    "exp(x), or inf where it would overflow (a perplexity of a diverged run); NaN stays NaN."
+    return math.inf if x > 709.0 else math.exp(x)
 
 def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: TrainConfig | None = None,
-                 out_dir="runs/peoples_daily", init=None, max_samples: int | None = None, device: str = "auto",
-                 root="data", val_frac: float = 0.05, progress: bool = True, log=print, overwrite: bool = False) -> dict:
-    "Train on a corpus end to end (load, split, vocab, model, train, report); returns the report dict. See `mint train --help`."
-    from mint import data as D
-    from mint.checkpoint import load_checkpoint
+                 out_dir=None, init=None, max_samples: int | None = None, device: str = "auto",
+                 root="data", val_frac: float = 0.05, progress: bool = True, log=print, overwrite: bool = False,
+                 control=None, on_end=()) -> dict:
+    "Train on a corpus end to end (load, split, vocab, model, train, report) into `out_dir` (default `default_run_dir(data)`); returns the report dict (with `exit_code`). See `mint train --help`."
+    from mint.checkpoint import load_checkpoint, RunLock, STATE_NAME
     tcfg = tcfg or TrainConfig()
     t_start = time.perf_counter()
     # everything that can be checked without the corpus is checked first: a mistake costs seconds, not a corpus load
     dev = get_device(device)
-    if out_dir is not None: check_out_dir(out_dir, overwrite)
-    ck = load_checkpoint(init) if init else None
-    if ck is not None and preset_name and preset(preset_name, ck.config.vocab_size) != ck.config:
-        raise ValueError(f"--init {init}: checkpoint has config {ck.config}, not preset '{preset_name}' — drop --preset or pick the matching one")
-    if ck is None: preset(preset_name)                    # an unknown preset name fails here
-    kind, samples, source, summary = load_samples(data, root, max_samples)
+    out_dir = Path(out_dir) if out_dir is not None else default_run_dir(data)
+    with RunLock(out_dir, log=_note):                # created, writable and ours, or a one-line error now
+        check_out_dir(out_dir, overwrite)
+        if overwrite and (out_dir / STATE_NAME).exists(): (out_dir / STATE_NAME).unlink()   # never resume the old run
+        ck = load_checkpoint(init) if init else None
+        if ck is not None and preset_name and preset(preset_name, ck.config.vocab_size) != ck.config:
+            raise ValueError(f"--init {init}: checkpoint has config {ck.config}, not preset '{preset_name}' — drop --preset or pick the matching one")
+        if ck is None: preset(preset_name)                    # an unknown preset name fails here
+        exists = lambda x: x is not None and Path(x).exists()
+        spec = dict(data=str(Path(data).resolve()) if exists(data) else data, root=str(Path(root).resolve()),
+                    max_samples=max_samples, val_frac=val_frac, preset=preset_name, init=str(init) if init else None)
+        return _train_run(spec, tcfg, out_dir, dev, progress, log, control, on_end, t_start, ck=ck)
+
+RESUMABLE_CHANGES = ("steps", "time_limit", "eval_every", "eval_batches")
+
+def resume_corpus(run, device: str = "auto", progress: bool = True, log=print, control=None, on_end=(), **changes) -> dict:
+    "Continue the run in folder `run` from its training state — its data, settings, weights, Adam moments, step and batch order; `changes` may set steps, time_limit, eval_every, eval_batches. Returns the report dict."
+    from mint.checkpoint import RunLock, STATE_NAME
+    from mint.train import load_train_state
+    bad = set(changes) - set(RESUMABLE_CHANGES)
+    if bad: raise ValueError(f"a resumed run keeps its settings; only {', '.join(RESUMABLE_CHANGES)} may change, not {', '.join(sorted(bad))}")
+    t_start = time.perf_counter()
+    dev = get_device(device)
+    out_dir = Path(run).parent if Path(run).name == STATE_NAME else Path(run)
+    with RunLock(out_dir, log=_note):
+        st = load_train_state(out_dir)
+        spec = st.meta.get("run")
+        if not isinstance(spec, dict): raise ValueError(f"{out_dir}: this run was not started by `mint train`; resume it with mint.train.run_training(resume=...)")
+        tcfg = st.tcfg
+        if changes.get("steps") not in (None, tcfg.steps):
+            changes["warmup"] = tcfg.warmup_steps             # the warmup done stays done; the cosine stretches to the new end
+        tcfg = dataclasses.replace(tcfg, **{k: v for k, v in changes.items() if v is not None or k == "time_limit"})
+        if tcfg.steps <= st.step:
+            raise ValueError(f"{out_dir}: the run has done its {st.step} of {tcfg.steps} steps; pass --steps N (more than {st.step}) to train longer")
+        log(f"resuming {out_dir} at step {st.step} of {tcfg.steps}")
+        return _train_run(spec, tcfg, out_dir, dev, progress, log, control, on_end, t_start, state=st)
+
+def _note(s): print(s, file=sys.stderr)
+
+def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress, log, control, on_end, t_start,
+               ck=None, state=None) -> dict:
+    "The part of `train_corpus` and `resume_corpus` after the checks: data, vocabulary, model, training, report."
+    from mint import data as D
+    kind, samples, source, summary = load_samples(spec["data"], spec["root"], spec["max_samples"])
     log(f"data: {summary}")
-    try: train_s, val_s = D.split_tail(samples, val_frac)
+    try: train_s, val_s = D.split_tail(samples, spec["val_frac"])
     except ValueError as e: raise ValueError(f"{source}: {e}") from None
+    fp = data_fingerprint(train_s)
+    if state is not None and state.meta.get("data_sha256") != fp:
+        raise ValueError(f"cannot resume {out_dir}: the training data ({source}) is not the data the run started with")
     log(f"split: {len(train_s):,} train / {len(val_s):,} validation samples ({kind})")
-    if ck is not None:
+    if state is not None:
+        cfg, vocab, params = state.config, state.vocab, state.arrays["params"].copy()
+    elif ck is not None:
         cfg, vocab, params = ck.config, ck.vocab, ck.params
         chars = set("".join(_texts(kind, train_s)))
         new = {ch for ch in chars if vocab.count_unknown(ch)}
-        log(f"fine-tuning {init} (step {ck.meta.get('step', '?')}): {len(new)} new characters in the data become <unk>")
+        log(f"fine-tuning {spec['init']} (step {ck.meta.get('step', '?')}): {len(new)} new characters in the data become <unk>")
         if not chars - new:
-            raise ValueError(f"{source}: none of its characters are in the vocabulary of checkpoint {init}")
+            raise ValueError(f"{source}: none of its characters are in the vocabulary of checkpoint {spec['init']}")
     else:
         vocab = Vocab.build(_texts(kind, train_s))
-        cfg = preset(preset_name, len(vocab))
+        cfg = preset(spec["preset"], len(vocab))
         params = init_params(cfg, tcfg.seed)
     T = tcfg.seq_len or cfg.max_seq_len
     if T > cfg.max_seq_len: raise ValueError(f"--seq-len {T} exceeds the model's max_seq_len {cfg.max_seq_len}")
-    rng = np.random.default_rng(tcfg.seed)
+    if dev == "cpu": check_memory(cfg, tcfg.batch_size, T)   # before the batches are made (the GPU engine checks its own)
+    rng = np.random.default_rng(tcfg.seed)                  # the one source of the batch order (resume remakes it)
     if kind == "lm":
         tr, va = D.encode_corpus(train_s, vocab), D.encode_corpus(val_s, vocab)
         batches, val = D.lm_batches(tr, tcfg.batch_size, T, rng), list(D.lm_eval_batches(va, tcfg.batch_size, T))
@@ -94,27 +156,35 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
         batches = D.chat_batches(train_s, vocab, tcfg.batch_size, T, rng, pack=True)
         val = list(D.chat_eval_batches(val_s, vocab, tcfg.batch_size, T, pack=True))
     log(f"model: {n_params(cfg):,} parameters {cfg}; vocab {len(vocab):,} chars")
-    meta = dict(data=source, kind=kind, preset=preset_name, init=str(init) if init else None)
+    log(f"run folder: {out_dir}")
+    meta = state.meta if state is not None else dict(data=source, kind=kind, preset=spec["preset"], init=spec["init"],
+                                                     data_sha256=fp, run=spec)
+    kw = dict(control=control, resume=state, on_end=on_end)
     if dev == "cuda":
         from mint.gpu_train import train_gpu
-        res = train_gpu(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress)
+        res = train_gpu(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, **kw)
     else:
-        res = train(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress)
-    h = res.history
-    best_step = h["val_step"][int(np.argmin(h["val_loss"]))] if h["val_loss"] else None
-    rep = dict(device=dev, steps=res.steps, stopped=res.stopped, val_loss=res.best_val, best_step=best_step, last_val_loss=res.last_val,
-               perplexity=math.exp(res.best_val) if math.isfinite(res.best_val) else math.inf,
-               tokens_per_s=res.tokens_per_s, train_seconds=res.seconds, total_seconds=time.perf_counter() - t_start,
-               checkpoint=str(res.checkpoint) if res.checkpoint else None, n_params=n_params(cfg), vocab_size=len(vocab))
+        res = train(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, **kw)
+    rep = dict(device=dev, steps=res.steps, start_step=res.start_step, stopped=res.stopped, reason=res.reason,
+               problems=res.problems, exit_code=res.exit_code, val_loss=res.best_val, best_step=res.best_step,
+               last_val_loss=res.last_val, perplexity=safe_exp(res.best_val), tokens_per_s=res.tokens_per_s,
+               train_seconds=res.seconds, total_seconds=time.perf_counter() - t_start,
+               checkpoint=str(res.checkpoint) if res.checkpoint else None, run_dir=str(out_dir),
+               n_params=n_params(cfg), vocab_size=len(vocab))
     if kind == "lm": rep["unigram_entropy"] = D.unigram_entropy(va)
     log(format_report(rep))
     return rep
 
 def format_report(rep: dict) -> str:
-    "Human-readable summary of a `train_corpus` report."
-    s = [f"{rep['stopped']}: {rep['steps']} steps in {rep['train_seconds']:.0f} s ({rep['tokens_per_s']:,.0f} tokens/s on {rep['device']})",
-         f"validation loss {rep['val_loss']:.3f} nats/char (perplexity {rep['perplexity']:.1f}) at step {rep['best_step']}, "
-         f"the best checkpoint; {rep['last_val_loss']:.3f} at the end"]
+    "Human-readable summary of a `train_corpus` report; never fails on extreme values (an overflowing perplexity prints as inf)."
+    steps = f"steps {rep['start_step']}→{rep['steps']}" if rep.get("start_step") else f"{rep['steps']} steps"
+    s = [f"{rep['stopped']}: {steps} in {rep['train_seconds']:.0f} s ({rep['tokens_per_s']:,.0f} tokens/s on {rep['device']})"]
+    if rep.get("best_step") is None or not math.isfinite(rep["val_loss"]):
+        s.append(f"no finite validation loss (last: {rep['last_val_loss']:.4g})")
+    else:
+        s.append(f"validation loss {rep['val_loss']:.3f} nats/char (perplexity {rep['perplexity']:.1f}) at step {rep['best_step']}, "
+                 f"the best checkpoint; {rep['last_val_loss']:.3f} at the end")
     if "unigram_entropy" in rep: s.append(f"unigram entropy of the same validation text: {rep['unigram_entropy']:.3f} nats/char")
-    s.append(f"best checkpoint: {rep['checkpoint']}")
+    s.append(f"best checkpoint: {rep['checkpoint'] or 'none saved'}")
+    s += [f"problem: {p}" for p in rep.get("problems", [])]
     return "\n".join(s)
