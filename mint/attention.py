@@ -4,10 +4,10 @@
 
 # %% ../nbs/09_attention.ipynb #270eea98
 from __future__ import annotations
+from .core import on_device, simulator_enabled, cdiv  # before numba: without a GPU it switches the simulator on
 import math
 import numpy as np
 from numba import cuda, float32
-from .core import on_device, simulator_enabled, cdiv
 
 # %% auto #0
 __all__ = ['MASK_VALUE', 'MASKED_BELOW', 'ROW_MAX_THREADS', 'ROW_THREADS', 'attention_mask', 'attention_forward_ref',

@@ -4,13 +4,14 @@
 
 # %% ../nbs/00_core.ipynb #7e928368
 from __future__ import annotations
-import os, random, dataclasses, json
+import os, sys, random, dataclasses, json
 from dataclasses import dataclass, asdict, field
 import numpy as np
 
 # %% auto #0
 __all__ = ['PRESETS', 'ModelConfig', 'preset', 'seed_everything', 'simulator_enabled', 'gpu_available', 'get_device', 'on_device',
-           'gpu_info', 'numerical_grad', 'rel_error', 'cdiv']
+           'gpu_info', 'cuda_driver_found', 'use_simulator_without_gpu', 'gpu_cell_skipped',
+           'skip_gpu_cells_without_gpu', 'numerical_grad', 'rel_error', 'cdiv', 'nbdev_test_summary']
 
 # %% ../nbs/00_core.ipynb #7d86c30c
 if not hasattr(np, "row_stack"):  # numpy >= 2.5 dropped it; numba-cuda 0.30.4 still calls it at compile time
@@ -119,6 +120,57 @@ def gpu_info() -> dict | None:
             "memory_total_GiB": round(total / 2**30, 1), "memory_free_GiB": round(free / 2**30, 1),
             "numba": numba.__version__, "numba-cuda": md.version("numba-cuda")}
 
+# %% ../nbs/00_core.ipynb #d0d5a84b
+def cuda_driver_found() -> bool:
+    "True when the CUDA driver library loads (`$NUMBA_CUDA_DRIVER`, else `libcuda.so.1`/`nvcuda.dll`); checked without importing numba."
+    import ctypes, sys
+    if os.environ.get("NUMBA_CUDA_DRIVER"): names = [os.environ["NUMBA_CUDA_DRIVER"]]
+    elif sys.platform == "win32": names = ["nvcuda.dll"]
+    elif sys.platform == "darwin": names = []                       # no CUDA on macOS
+    else: names = ["libcuda.so.1", "libcuda.so"]
+    for name in names:
+        try: ctypes.CDLL(name); return True
+        except OSError: pass
+    return False
+
+def _in_ipython() -> bool:
+    ipy = sys.modules.get("IPython")
+    return bool(ipy and ipy.get_ipython() is not None)
+
+def use_simulator_without_gpu() -> bool:
+    "Set `NUMBA_ENABLE_CUDASIM=1` when it is unset and no CUDA driver is found (before numba is imported); True if it did."
+    if "NUMBA_ENABLE_CUDASIM" in os.environ or cuda_driver_found(): return False
+    if "numba" in sys.modules:   # numba has already read its settings: switching now would only make them disagree
+        print("mint: no CUDA driver on this machine, and numba was imported before mint, so kernel launches will fail; "
+              "import mint first, or set NUMBA_ENABLE_CUDASIM=1 before starting Python", file=sys.stderr)
+        return False
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    if _in_ipython():
+        print("mint: no CUDA GPU here, so kernels run in numba's CUDA simulator (small shapes only; `#| gpu` cells skip "
+              "themselves). NUMBA_ENABLE_CUDASIM=0 turns this off.")
+    return True
+
+# %% ../nbs/00_core.ipynb #5bc63f4a
+def gpu_cell_skipped(lines: list) -> list:
+    "IPython input transformer: a cell whose `#|` directives include `gpu` becomes a one-line note unless a real GPU is in use."
+    for line in lines:
+        s = line.strip()
+        if not s: continue
+        if not s.startswith("#|"): break
+        if s[2:].split()[:1] == ["gpu"] and not gpu_available():
+            return ["print('skipped: this `#| gpu` cell needs a real CUDA GPU (on a GPU host it runs; `nbdev-test --flags gpu` tests it)')\n"]
+    return lines
+
+def skip_gpu_cells_without_gpu():
+    "In IPython/Jupyter, register `gpu_cell_skipped` (once) so `#| gpu` cells skip themselves where no real GPU is in use."
+    if not _in_ipython(): return
+    ip = sys.modules["IPython"].get_ipython()
+    ip.input_transformers_post[:] = [f for f in ip.input_transformers_post if getattr(f, "__name__", "") != "gpu_cell_skipped"]
+    ip.input_transformers_post.append(gpu_cell_skipped)
+
+use_simulator_without_gpu()
+skip_gpu_cells_without_gpu()
+
 # %% ../nbs/00_core.ipynb #a8cb3d52
 def numerical_grad(f, x: np.ndarray, h: float = 1e-6, idx=None) -> np.ndarray:
     "Central-difference gradient of scalar `f()` w.r.t. array `x` (perturbed in place, restored); `idx` limits which flat entries."
@@ -140,3 +192,12 @@ def rel_error(a, b) -> float:
 def cdiv(a: int, b: int) -> int:
     "Ceiling division: the number of blocks of size `b` that cover `a` items."
     return (a + b - 1) // b
+
+# %% ../nbs/00_core.ipynb #ac403c05
+def nbdev_test_summary(cells: list):
+    "nbdev-test's `test_setup` hook: at exit, print how many notebooks and cells ran and the wall time."
+    import atexit, time
+    # the cells arrive notebook after notebook, each notebook's in increasing cell index: a drop starts the next one
+    n_nbs = sum(1 for i, c in enumerate(cells) if i == 0 or c.idx_ <= cells[i - 1].idx_)
+    t0 = time.time()
+    atexit.register(lambda: print(f"nbdev-test: {n_nbs} notebook(s), {len(cells)} cells, {time.time() - t0:.0f} s"))

@@ -4,10 +4,10 @@
 
 # %% ../nbs/10_loss.ipynb #31e4dee3
 from __future__ import annotations
+from .core import on_device, simulator_enabled  # before numba: without a GPU it switches the simulator on
 import math
 import numpy as np
 from numba import cuda, float32, float64
-from .core import on_device, simulator_enabled
 
 # %% auto #0
 __all__ = ['CE_MAX_BLOCK', 'CE_BLOCK', 'check_targets', 'cross_entropy_ref', 'ce_count_kernel', 'cross_entropy_kernel',

@@ -4,10 +4,10 @@
 
 # %% ../nbs/04_matmul.ipynb #b42d86e4
 from __future__ import annotations
+from .core import on_device, cdiv  # before numba: without a GPU it switches the simulator on
 import functools
 import numpy as np
 from numba import cuda, float32
-from .core import on_device, cdiv
 
 # %% auto #0
 __all__ = ['TILE', 'gemm_kernel', 'BIAS_BX', 'BIAS_BY', 'matmul_ref', 'linear_forward_ref', 'linear_backward_ref',

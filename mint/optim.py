@@ -4,11 +4,11 @@
 
 # %% ../nbs/11_optim.ipynb #e9ded7ff
 from __future__ import annotations
+from .core import on_device, cdiv  # before numba: without a GPU it switches the simulator on
 import math
 from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float64
-from .core import on_device, cdiv
 
 # %% auto #0
 __all__ = ['SUMSQ_MAX_THREADS', 'AdamConfig', 'grad_sumsq_ref', 'clip_grad_norm_ref', 'adam_step_ref', 'warmup_steps', 'lr_at',

@@ -4,10 +4,10 @@
 
 # %% ../nbs/07_rmsnorm.ipynb #ddbb2b07
 from __future__ import annotations
+from .core import on_device, simulator_enabled, cdiv  # before numba: without a GPU it switches the simulator on
 import math
 import numpy as np
 from numba import cuda, float32
-from .core import on_device, simulator_enabled, cdiv
 
 # %% auto #0
 __all__ = ['RMSNORM_MAX_BLOCK', 'RMSNORM_BLOCK', 'DG_COLS', 'DG_ROWS', 'rmsnorm_forward_ref', 'rmsnorm_backward_ref',

@@ -4,10 +4,10 @@
 
 # %% ../nbs/06_rope.ipynb #56922494
 from __future__ import annotations
+from .core import on_device, cdiv  # before numba: without a GPU it switches the simulator on
 import functools, math
 import numpy as np
 from numba import cuda, float32, float64
-from .core import on_device, cdiv
 
 # %% auto #0
 __all__ = ['ROPE_BLOCK', 'rope_freqs', 'rope_forward_ref', 'rope_backward_ref', 'rope_kernel', 'rope_freqs_device',
