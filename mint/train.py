@@ -16,7 +16,8 @@ from .optim import AdamConfig, adam_step, grad_sumsq, lr_at, warmup_steps
 from .checkpoint import save_checkpoint, atomic_write
 
 # %% auto #0
-__all__ = ['TrainConfig', 'TrainResult', 'Engine', 'CpuEngine', 'run_training', 'train']
+__all__ = ['TrainConfig', 'bar_is_live', 'bar_postfix', 'notify', 'TrainResult', 'Engine', 'CpuEngine', 'run_training', 'train',
+           'plot_history', 'figure_png', 'text_curve_line', 'LiveCurves']
 
 # %% ../nbs/14_train.ipynb #ca260e74
 @dataclass
@@ -50,6 +51,24 @@ class TrainConfig:
     def warmup_steps(self) -> int: return self.warmup if self.warmup is not None else warmup_steps(self.steps, self.finetune)
 
 # %% ../nbs/14_train.ipynb #c8fe42f1
+def bar_is_live() -> bool:
+    "True when the progress bar is seen as it runs: a terminal, or Jupyter's widget bar (`tqdm.auto` picked `tqdm.notebook`)."
+    nb = sys.modules.get("tqdm.notebook")
+    return sys.stderr.isatty() or bool(nb and issubclass(tqdm, nb.tqdm_notebook))
+
+def bar_postfix(loss: float, lr: float, tokens_per_s: float, val: float) -> dict:
+    "The progress bar's postfix: loss, lr, tokens/s, and `val` once a validation loss exists (no `val=nan` before)."
+    d = dict(loss=f"{loss:.3f}", lr=f"{lr:.1e}", tok_s=f"{tokens_per_s:,.0f}")
+    if math.isfinite(val): d["val"] = f"{val:.3f}"
+    return d
+
+def notify(callbacks, event: str, step: int, hist: dict):
+    "Call `cb.<event>(step, hist)` on every callback that has that method."
+    for cb in callbacks:
+        f = getattr(cb, event, None)
+        if f is not None: f(step, hist)
+
+# %% ../nbs/14_train.ipynb #4b5b40ad
 @dataclass
 class TrainResult:
     "What a run did: steps done, best/last validation loss (nats/token), history, why it stopped, speed, checkpoint path."
@@ -119,8 +138,8 @@ def _warn_if_too_slow(tcfg: TrainConfig, step: int, secs: float, tokens: int):
                    f"OPENBLAS_NUM_THREADS=1 is often faster.")
 
 def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list, vocab: Vocab,
-                 out_dir=None, meta: dict | None = None, progress: bool = True) -> TrainResult:
-    "The training loop for any engine (`CpuEngine`, `mint.gpu_train.GpuEngine`): schedule, progress bar, validation, best checkpoint, stop rules."
+                 out_dir=None, meta: dict | None = None, progress: bool = True, callbacks=()) -> TrainResult:
+    "The training loop for any engine (`CpuEngine`, `mint.gpu_train.GpuEngine`): schedule, progress bar, validation, best checkpoint, stop rules; `callbacks` see the history (`notify`)."
     out_dir = Path(out_dir) if out_dir else None
     hist = dict(step=[], loss=[], lr=[], val_step=[], val_loss=[])
     best, last_val, ckpt, stopped, tokens, step = math.inf, math.nan, None, "done", 0, 0
@@ -128,6 +147,7 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
         nonlocal best, last_val, ckpt
         last_val = engine.evaluate(val_batches, limit)
         hist["val_step"].append(step); hist["val_loss"].append(last_val)
+        notify(callbacks, "after_validate", step, hist)
         if last_val < best:
             best = last_val
             if out_dir is not None:
@@ -135,9 +155,9 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                                        {**(meta or {}), "step": step, "val_loss": last_val})
     with engine:
         t0 = time.perf_counter()
-        # off a terminal (a log file, CI) a bar redrawn 10 times a second floods the log: redraw every 30 s there
+        # in a terminal or Jupyter the bar redraws often; in a log file (CI) every 30 s, or it floods the log
         bar = tqdm(range(1, tcfg.steps + 1), desc=engine.desc, disable=not progress, dynamic_ncols=True,
-                   mininterval=0.1 if sys.stderr.isatty() else 30)
+                   mininterval=0.1 if bar_is_live() else 30)
         try:
             for step in bar:
                 batch = next(train_batches, None)
@@ -148,27 +168,83 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                     stopped = f"non-finite loss ({loss}) at step {step}"; step -= 1; break
                 tokens += int(batch.loss_mask.size)
                 hist["step"].append(step); hist["loss"].append(loss); hist["lr"].append(lr)
+                notify(callbacks, "after_step", step, hist)
                 if step % tcfg.eval_every == 0 and step < tcfg.steps:
                     validate(step, tcfg.eval_batches)
                 if tcfg.time_limit and step == min(20, tcfg.steps):
                     _warn_if_too_slow(tcfg, step, time.perf_counter() - t0, tokens)
-                bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.1e}", tok_s=f"{tokens / (time.perf_counter() - t0):,.0f}",
-                                val=f"{last_val:.3f}", refresh=False)
+                bar.set_postfix(bar_postfix(loss, lr, tokens / (time.perf_counter() - t0), last_val), refresh=False)
                 if tcfg.time_limit and time.perf_counter() - t0 > tcfg.time_limit:
                     stopped = f"time limit ({tcfg.time_limit:.0f} s) reached at step {step}"; break
         except KeyboardInterrupt:
             stopped = f"interrupted at step {step}"; step -= 1
-        finally:
-            bar.close()
+        except BaseException:
+            bar.close(); raise
         secs = time.perf_counter() - t0
         if step > 0 and not stopped.startswith("non-finite"):
             validate(step, None)
+            bar.set_postfix(bar_postfix(hist["loss"][-1], hist["lr"][-1], tokens / secs, last_val))  # end on the final figures
+        bar.close()
         engine.finish(hist)
+        notify(callbacks, "after_fit", step, hist)
     if out_dir is not None:
         atomic_write(out_dir / "history.json", lambda tmp: Path(tmp).write_text(json.dumps(hist)))
     return TrainResult(step, best, last_val, hist, stopped, tokens / max(secs, 1e-9), secs, ckpt)
 
 def train(params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list,
-          vocab: Vocab, out_dir=None, meta: dict | None = None, progress: bool = True) -> TrainResult:
+          vocab: Vocab, out_dir=None, meta: dict | None = None, progress: bool = True, callbacks=()) -> TrainResult:
     "Train `params` (flat float32, updated in place) on the NumPy path; saves `out_dir/best.safetensors` on each new best validation loss."
-    return run_training(CpuEngine(params, cfg, tcfg), cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, progress)
+    return run_training(CpuEngine(params, cfg, tcfg), cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, progress,
+                        callbacks)
+
+# %% ../nbs/14_train.ipynb #49ab3618
+def plot_history(hist: dict, fig=None, title: str | None = None):
+    "Training loss, validation loss (nats/token) and learning rate of a run's `hist` on a matplotlib `Figure` (new, or `fig` cleared)."
+    from matplotlib.figure import Figure
+    fig = fig if fig is not None else Figure(figsize=(9, 3.2), layout="constrained")
+    fig.clear()
+    ax, ax_lr = fig.subplots(1, 2, width_ratios=[2.2, 1])
+    ax.plot(hist["step"], hist["loss"], lw=0.8, alpha=0.7, label="training loss")
+    if hist["val_loss"]: ax.plot(hist["val_step"], hist["val_loss"], "o-", ms=4, label="validation loss")
+    ax.set(xlabel="step", ylabel="loss (nats/token)", title=title or "loss")
+    ax.grid(alpha=0.3); ax.legend(loc="upper right")
+    ax_lr.plot(hist["step"], hist["lr"], color="C2")
+    ax_lr.set(xlabel="step", title="learning rate"); ax_lr.grid(alpha=0.3)
+    ax_lr.ticklabel_format(axis="y", style="sci", scilimits=(-2, 2))
+    return fig
+
+def figure_png(fig, dpi: int = 80) -> bytes:
+    "A matplotlib figure as PNG bytes."
+    import io
+    buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=dpi); return buf.getvalue()
+
+def text_curve_line(step: int, val: float, first: float, width: int = 40) -> str:
+    "One line of the text validation curve: step, loss, and a bar whose length is the loss relative to the first one."
+    n = max(1, round(width * val / first)) if math.isfinite(val) and first > 0 else 0
+    return f"step {step:>6}  val {val:7.3f}  " + "█" * min(n, 2 * width)
+
+class LiveCurves:
+    "Callback for `run_training`: in Jupyter one figure of loss, validation loss and lr redrawn in place (at most every `every` s); in a terminal a text line per validation."
+    def __init__(self, every: float = 2.0, title: str | None = None, notebook: bool | None = None):
+        from mint.core import _in_ipython
+        if notebook is None:
+            notebook = _in_ipython() and type(sys.modules["IPython"].get_ipython()).__name__ != "TerminalInteractiveShell"
+        self.every, self.title, self.notebook = every, title, notebook
+        self.handle, self.fig, self.last, self.first_val, self.draws = None, None, -math.inf, None, 0
+    def draw(self, hist: dict):
+        "Redraw the figure now (Jupyter: update the one displayed image in place)."
+        from IPython.display import display, Image
+        self.fig = plot_history(hist, self.fig, self.title)
+        img = Image(data=figure_png(self.fig))
+        if self.handle is None: self.handle = display(img, display_id=True)
+        else: self.handle.update(img)
+        self.last, self.draws = time.perf_counter(), self.draws + 1
+    def after_step(self, step: int, hist: dict):
+        if self.notebook and time.perf_counter() - self.last >= self.every: self.draw(hist)
+    def after_validate(self, step: int, hist: dict):
+        if self.notebook: return self.draw(hist)
+        v = hist["val_loss"][-1]
+        if self.first_val is None: self.first_val = v
+        tqdm.write(text_curve_line(step, v, self.first_val))
+    def after_fit(self, step: int, hist: dict):
+        if self.notebook and hist["step"]: self.draw(hist)
