@@ -136,6 +136,7 @@ class GpuEngine(Engine):
         hist.update(self.counts, adam_rejected=int(self.rejected.copy_to_host()[0]))
 
 def train_gpu(params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list,
-              vocab, out_dir=None, meta: dict | None = None, progress: bool = True) -> TrainResult:
+              vocab, out_dir=None, meta: dict | None = None, progress: bool = True, callbacks=()) -> TrainResult:
     "`mint.train.train` on a CUDA GPU: same arguments, result, checkpoints and stop rules; `params` (flat float32) gets the final weights. History adds per-step counts (alloc, h2d, d2h, d2d, launches)."
-    return run_training(GpuEngine(params, cfg, tcfg), cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, progress)
+    return run_training(GpuEngine(params, cfg, tcfg), cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, progress,
+                        callbacks)

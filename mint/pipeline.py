@@ -5,6 +5,7 @@
 # %% ../nbs/18_pipeline.ipynb #55214abc
 from __future__ import annotations
 import math, time
+from dataclasses import asdict
 from pathlib import Path
 import numpy as np
 from .core import preset, get_device
@@ -54,7 +55,8 @@ def check_out_dir(out_dir, overwrite: bool = False):
 
 def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: TrainConfig | None = None,
                  out_dir="runs/peoples_daily", init=None, max_samples: int | None = None, device: str = "auto",
-                 root="data", val_frac: float = 0.05, progress: bool = True, log=print, overwrite: bool = False) -> dict:
+                 root="data", val_frac: float = 0.05, progress: bool = True, log=print, overwrite: bool = False,
+                 callbacks=()) -> dict:
     "Train on a corpus end to end (load, split, vocab, model, train, report); returns the report dict. See `mint train --help`."
     from mint import data as D
     from mint.checkpoint import load_checkpoint
@@ -97,15 +99,17 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
     meta = dict(data=source, kind=kind, preset=preset_name, init=str(init) if init else None)
     if dev == "cuda":
         from mint.gpu_train import train_gpu
-        res = train_gpu(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress)
+        res = train_gpu(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, callbacks)
     else:
-        res = train(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress)
+        res = train(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, callbacks)
     h = res.history
     best_step = h["val_step"][int(np.argmin(h["val_loss"]))] if h["val_loss"] else None
     rep = dict(device=dev, steps=res.steps, stopped=res.stopped, val_loss=res.best_val, best_step=best_step, last_val_loss=res.last_val,
                perplexity=math.exp(res.best_val) if math.isfinite(res.best_val) else math.inf,
                tokens_per_s=res.tokens_per_s, train_seconds=res.seconds, total_seconds=time.perf_counter() - t_start,
-               checkpoint=str(res.checkpoint) if res.checkpoint else None, n_params=n_params(cfg), vocab_size=len(vocab))
+               checkpoint=str(res.checkpoint) if res.checkpoint else None, n_params=n_params(cfg), vocab_size=len(vocab),
+               data=summary, train_samples=len(train_s), val_samples=len(val_s), kind=kind, preset=preset_name,
+               config=cfg.to_dict(), train_config={**asdict(tcfg), "base_lr": tcfg.base_lr, "warmup_steps": tcfg.warmup_steps})
     if kind == "lm": rep["unigram_entropy"] = D.unigram_entropy(va)
     log(format_report(rep))
     return rep

@@ -17,7 +17,7 @@ from .checkpoint import save_checkpoint, atomic_write
 
 # %% auto #0
 __all__ = ['TrainConfig', 'bar_is_live', 'bar_postfix', 'notify', 'TrainResult', 'Engine', 'CpuEngine', 'run_training', 'train',
-           'plot_history', 'figure_png', 'text_curve_line', 'LiveCurves']
+           'plot_history', 'figure_png', 'show_figures_in_ipython', 'text_curve_line', 'LiveCurves']
 
 # %% ../nbs/14_train.ipynb #ca260e74
 @dataclass
@@ -201,7 +201,7 @@ def train(params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, train_batches
 def plot_history(hist: dict, fig=None, title: str | None = None):
     "Training loss, validation loss (nats/token) and learning rate of a run's `hist` on a matplotlib `Figure` (new, or `fig` cleared)."
     from matplotlib.figure import Figure
-    fig = fig if fig is not None else Figure(figsize=(9, 3.2), layout="constrained")
+    if fig is None: fig = Figure(figsize=(9, 3.2), layout="constrained"); show_figures_in_ipython()
     fig.clear()
     ax, ax_lr = fig.subplots(1, 2, width_ratios=[2.2, 1])
     ax.plot(hist["step"], hist["loss"], lw=0.8, alpha=0.7, label="training loss")
@@ -217,6 +217,14 @@ def figure_png(fig, dpi: int = 80) -> bytes:
     "A matplotlib figure as PNG bytes."
     import io
     buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=dpi); return buf.getvalue()
+
+def show_figures_in_ipython():
+    "In IPython, display a `Figure` a cell returns as PNG, also one made without pyplot (whose figures Jupyter would show twice)."
+    from mint.core import _in_ipython
+    if not _in_ipython(): return
+    from matplotlib.figure import Figure
+    fmt = sys.modules["IPython"].get_ipython().display_formatter.formatters["image/png"]
+    if Figure not in fmt.type_printers: fmt.for_type(Figure, figure_png)
 
 def text_curve_line(step: int, val: float, first: float, width: int = 40) -> str:
     "One line of the text validation curve: step, loss, and a bar whose length is the loss relative to the first one."
@@ -242,7 +250,7 @@ class LiveCurves:
     def after_step(self, step: int, hist: dict):
         if self.notebook and time.perf_counter() - self.last >= self.every: self.draw(hist)
     def after_validate(self, step: int, hist: dict):
-        if self.notebook: return self.draw(hist)
+        if self.notebook: return self.after_step(step, hist)
         v = hist["val_loss"][-1]
         if self.first_val is None: self.first_val = v
         tqdm.write(text_curve_line(step, v, self.first_val))
