@@ -112,6 +112,10 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
                config=cfg.to_dict(), train_config={**asdict(tcfg), "base_lr": tcfg.base_lr, "warmup_steps": tcfg.warmup_steps})
     if kind == "lm": rep["unigram_entropy"] = D.unigram_entropy(va)
     log(format_report(rep))
+    if out_dir is not None:        # the one place a run ends: after the last step, a stop or a non-finite loss alike
+        from mint.report import write_report
+        rep["report"] = str(write_report(out_dir, rep))
+        log(f"report: {rep['report']}")
     return rep
 
 def format_report(rep: dict) -> str:
