@@ -49,6 +49,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                           'mint.cli.cmd_gpu': ('cli.html#cmd_gpu', 'mint/cli.py'),
                           'mint.cli.cmd_info': ('cli.html#cmd_info', 'mint/cli.py'),
                           'mint.cli.cmd_list': ('cli.html#cmd_list', 'mint/cli.py'),
+                          'mint.cli.cmd_report': ('cli.html#cmd_report', 'mint/cli.py'),
                           'mint.cli.cmd_train': ('cli.html#cmd_train', 'mint/cli.py'),
                           'mint.cli.main': ('cli.html#main', 'mint/cli.py')},
             'mint.core': { 'mint.core.ModelConfig': ('core.html#modelconfig', 'mint/core.py'),

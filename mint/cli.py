@@ -8,8 +8,8 @@ import argparse, sys
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['DEFAULT_RUN', 'COMMANDS', 'build_parser', 'cmd_train', 'cmd_generate', 'cmd_chat', 'cmd_info', 'cmd_list', 'cmd_gpu',
-           'cmd_demo', 'main']
+__all__ = ['DEFAULT_RUN', 'COMMANDS', 'build_parser', 'cmd_train', 'cmd_generate', 'cmd_chat', 'cmd_info', 'cmd_list',
+           'cmd_report', 'cmd_gpu', 'cmd_demo', 'main']
 
 # %% ../nbs/30_cli.ipynb #c6b84bda
 DEFAULT_RUN = "runs/peoples_daily"
@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     l = sub.add_parser("list", help="list checkpoints", description="List checkpoints under a folder, newest first.")
     l.add_argument("--root", default="runs", help="folder to search (default: runs)")
+
+    r = sub.add_parser("report", help="rebuild a run's HTML report", description="Rebuild RUN/report.html from the run folder's history, checkpoint and summary.")
+    r.add_argument("run", help="run folder (holds history.json and best.safetensors), e.g. runs/peoples_daily")
 
     sub.add_parser("gpu", help="show the CUDA GPU", description="Device name, memory, compute capability and numba versions, or 'no CUDA device found'.")
 
@@ -151,6 +154,10 @@ def cmd_list(a):
         vl = meta.get("val_loss")
         print(f"{str(p):50s} step {meta.get('step', '?'):>6}  val {vl if vl is None else f'{vl:.3f}'}  {meta.get('saved_at', '')}")
 
+def cmd_report(a):
+    from mint.report import write_report
+    print(write_report(a.run))
+
 def cmd_gpu(a):
     from mint.core import gpu_info
     info = gpu_info()
@@ -173,7 +180,8 @@ def cmd_demo(a):
     for q in ["你好", "你叫什么名字?", "你喜欢什么?", "今天天气怎么样?", "再见"]:
         print(f"你: {q}\nMint: {s.ask(q)}")
 
-COMMANDS = dict(train=cmd_train, generate=cmd_generate, chat=cmd_chat, info=cmd_info, list=cmd_list, gpu=cmd_gpu, demo=cmd_demo)
+COMMANDS = dict(train=cmd_train, generate=cmd_generate, chat=cmd_chat, info=cmd_info, list=cmd_list, gpu=cmd_gpu, demo=cmd_demo,
+                report=cmd_report)
 
 def main(argv=None) -> int:
     "Entry point of the `mint` command; returns the exit code."
