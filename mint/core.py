@@ -11,7 +11,8 @@ import numpy as np
 # %% auto #0
 __all__ = ['PRESETS', 'ModelConfig', 'preset', 'seed_everything', 'simulator_enabled', 'gpu_available', 'get_device', 'on_device',
            'gpu_info', 'cuda_driver_found', 'use_simulator_without_gpu', 'gpu_cell_skipped',
-           'skip_gpu_cells_without_gpu', 'numerical_grad', 'rel_error', 'cdiv', 'nbdev_test_summary']
+           'skip_gpu_cells_without_gpu', 'numerical_grad', 'rel_error', 'cdiv', 'cjk_fonts', 'token_label',
+           'figure_png', 'show_figures_in_ipython', 'widget_panel', 'nbdev_test_summary']
 
 # %% ../nbs/00_core.ipynb #7d86c30c
 if not hasattr(np, "row_stack"):  # numpy >= 2.5 dropped it; numba-cuda 0.30.4 still calls it at compile time
@@ -192,6 +193,52 @@ def rel_error(a, b) -> float:
 def cdiv(a: int, b: int) -> int:
     "Ceiling division: the number of blocks of size `b` that cover `a` items."
     return (a + b - 1) // b
+
+# %% ../nbs/00_core.ipynb #d3161d54
+import functools, re
+
+@functools.lru_cache(maxsize=None)
+def cjk_fonts() -> tuple:
+    "Families of installed fonts that draw Chinese characters, registered with matplotlib (sans first); () if none."
+    from matplotlib import font_manager as fm
+    from matplotlib.ft2font import FT2Font
+    pat = re.compile(r"cjk|wqy|wenquan|simhei|simsun|msyh|yahei|pingfang|heiti|hiragino sans gb|sourcehan|"
+                     r"notosanssc|droidsansfallback|ukai|uming|arial ?unicode", re.I)
+    names = []
+    for path in sorted(fm.findSystemFonts()):
+        if not pat.search(path): continue
+        try:
+            if FT2Font(path).get_char_index(0x4E2D) == 0: continue     # no glyph for 中
+            fm.fontManager.addfont(path)
+            names.append(FT2Font(path).family_name)
+        except (OSError, RuntimeError, ValueError): continue
+    return tuple(sorted(set(names), key=lambda n: ("Sans" not in n, "SC" not in n, n)))
+
+def token_label(text: str) -> str:
+    "`text` as a plot label: itself where a Chinese font is installed (or it is ASCII), else its non-ASCII characters as U+XXXX."
+    if text.isascii() or cjk_fonts(): return text
+    return "".join(c if c.isascii() else f"U+{ord(c):04X}" for c in text)
+
+# %% ../nbs/00_core.ipynb #194330a8
+def figure_png(fig, dpi: int = 80) -> bytes:
+    "A matplotlib figure as PNG bytes."
+    import io
+    buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=dpi); return buf.getvalue()
+
+def show_figures_in_ipython():
+    "In IPython, display a matplotlib `Figure` a cell returns as PNG, also one made without pyplot."
+    if not _in_ipython(): return
+    from matplotlib.figure import Figure
+    fmt = sys.modules["IPython"].get_ipython().display_formatter.formatters["image/png"]
+    if Figure not in fmt.type_printers: fmt.for_type(Figure, figure_png)
+
+def widget_panel(draw, controls: dict, columns: int = 3):
+    "ipywidgets panel: `controls` (name -> widget) in rows of `columns` above one output redrawn by `draw(**values)` on every change."
+    import ipywidgets as W
+    out = W.interactive_output(draw, controls)
+    items = list(controls.values())
+    rows = [W.HBox(items[i:i + columns]) for i in range(0, len(items), columns)]
+    return W.VBox([*rows, out])
 
 # %% ../nbs/00_core.ipynb #ac403c05
 def nbdev_test_summary(cells: list):

@@ -241,7 +241,8 @@ class Run:
                 f"{self.meta.get('step', '?')}, {n_params(self.config):,} parameters)")
 
 def fit(data: str = "peoples_daily", preset: str = "tiny", steps: int = 300, out=None, live: bool = True,
-        device: str = "auto", overwrite: bool = False, max_samples: int | None = None, log=print, **train_options) -> Run:
+        device: str = "auto", overwrite: bool = False, max_samples: int | None = None, log=print, progress: bool = True,
+        **train_options) -> Run:
     "Train from one cell (the pipeline of `mint train`) with a progress bar and live curves; returns the `Run`. `train_options` go to `TrainConfig`."
     from mint.pipeline import train_corpus
     train_options.setdefault("eval_every", max(1, steps // 10))
@@ -249,6 +250,6 @@ def fit(data: str = "peoples_daily", preset: str = "tiny", steps: int = 300, out
     if out is None: out = Path("runs") / f"{Path(str(data)).stem}-{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
     cbs = [LiveCurves(title=f"{preset} on {Path(str(data)).stem}")] if live else []
     rep = train_corpus(data, preset, tcfg, out, device=device, overwrite=overwrite, max_samples=max_samples,
-                       log=log, callbacks=cbs)
+                       log=log, progress=progress, callbacks=cbs)
     if not (Path(out) / "report.html").exists(): write_report(out, rep)
     return Run.load(out)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
-from .core import ModelConfig
+from .core import ModelConfig, figure_png, show_figures_in_ipython
 from .vocab import Vocab
 from .model import Workspace, loss_forward, backward, n_params, views
 from .optim import AdamConfig, adam_step, grad_sumsq, lr_at, warmup_steps
@@ -17,7 +17,7 @@ from .checkpoint import save_checkpoint, atomic_write
 
 # %% auto #0
 __all__ = ['TrainConfig', 'bar_is_live', 'bar_postfix', 'notify', 'TrainResult', 'Engine', 'CpuEngine', 'run_training', 'train',
-           'plot_history', 'figure_png', 'show_figures_in_ipython', 'text_curve_line', 'LiveCurves']
+           'plot_history', 'text_curve_line', 'LiveCurves']
 
 # %% ../nbs/14_train.ipynb #ca260e74
 @dataclass
@@ -213,18 +213,6 @@ def plot_history(hist: dict, fig=None, title: str | None = None):
     ax_lr.ticklabel_format(axis="y", style="sci", scilimits=(-2, 2))
     return fig
 
-def figure_png(fig, dpi: int = 80) -> bytes:
-    "A matplotlib figure as PNG bytes."
-    import io
-    buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=dpi); return buf.getvalue()
-
-def show_figures_in_ipython():
-    "In IPython, display a `Figure` a cell returns as PNG, also one made without pyplot (whose figures Jupyter would show twice)."
-    from mint.core import _in_ipython
-    if not _in_ipython(): return
-    from matplotlib.figure import Figure
-    fmt = sys.modules["IPython"].get_ipython().display_formatter.formatters["image/png"]
-    if Figure not in fmt.type_printers: fmt.for_type(Figure, figure_png)
 
 def text_curve_line(step: int, val: float, first: float, width: int = 40) -> str:
     "One line of the text validation curve: step, loss, and a bar whose length is the loss relative to the first one."
