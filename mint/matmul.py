@@ -245,7 +245,7 @@ def gemm_summary(r: dict) -> str:
     "One line for a `gemm_playground` result."
     return (f"{r['M']}×{r['K']}·{r['K']}×{r['N']}, tile {r['tile']}: block {r['block'][0]}×{r['block'][1]}, grid "
             f"{r['grid'][0]}×{r['grid'][1]} ({r['threads']:,} threads), rel. error {r['rel_error']:.1e}, "
-            f"{r['seconds'] * 1e3:.2f} ms per call, {r['gflops']:.3f} GFLOP/s ({r['where']})")
+            f"{r['seconds'] * 1e3:.2f} ms per call, {r['gflops']:.3g} GFLOP/s ({r['where']})")
 
 def gemm_widget(max_size: int | None = None):
     "Sliders for tile size and M, K, N over `gemm_playground` (sizes up to 64 in the simulator, 4096 on a GPU)."
