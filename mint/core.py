@@ -237,6 +237,7 @@ def widget_panel(draw, controls: dict, columns: int = 3):
     import ipywidgets as W
     out = W.interactive_output(draw, controls)
     items = list(controls.values())
+    for w in items: w.style.description_width = "initial"          # labels are not cut to "temperat…"
     rows = [W.HBox(items[i:i + columns]) for i in range(0, len(items), columns)]
     return W.VBox([*rows, out])
 

@@ -133,7 +133,8 @@ def _num(x, fmt: str = "{:,.3f}") -> str:
     return fmt.format(x) if isinstance(x, (int, float)) and math.isfinite(x) else _e(x)
 
 def _kv_table(d: dict) -> str:
-    return "<table>" + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in d.items()) + "</table>"
+    cell = lambda v: f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else _e(v)
+    return "<table>" + "".join(f"<tr><th>{_e(k)}</th><td>{cell(v)}</td></tr>" for k, v in d.items()) + "</table>"
 
 def render_report(name: str, hist: dict, summary: dict, cfg: ModelConfig | None, meta: dict, samples: list) -> str:
     "The report page (HTML text) of one run: key figures, curves, data, configs, parameter table, samples."
@@ -163,7 +164,7 @@ def render_report(name: str, hist: dict, summary: dict, cfg: ModelConfig | None,
                   f"<table><tr><th>component</th><th>parameters</th><th>share</th><th>tensors</th></tr>{rows}</table>"]
     if s.get("train_config"): parts += ["<h2>Training</h2>", _kv_table(s["train_config"])]
     if samples:
-        rows = "".join(f"<tr><td>{_e(p)}</td><td class=sample>{_e(t)}</td></tr>" for p, t in samples)
+        rows = "".join(f"<tr><td>{_e(p)}</td><td class=sample><b>{_e(p)}</b>{_e(t)}</td></tr>" for p, t in samples)
         parts += ["<h2>Samples</h2><p class=muted>temperature 0.7, top-k 50, top-p 0.9, seed 0</p>",
                   f"<table><tr><th>prompt</th><th>model</th></tr>{rows}</table>"]
     return (f"<!DOCTYPE html><html lang=zh><head><meta charset=utf-8><title>Mint report: {_e(name)}</title>"
