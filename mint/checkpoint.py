@@ -373,7 +373,7 @@ class RunLock:
             os.close(fd_depth[0])
         return False
 
-# %% ../nbs/13_checkpoint.ipynb #c1645c95
+# %% ../nbs/13_checkpoint.ipynb #4b6754c9
 def checkpoint_bytes(cfg: ModelConfig) -> int:
     "About the size of one model checkpoint of `cfg` on disk: float32 weights, the header's vocabulary and meta."
     return 4 * n_params(cfg) + 64 * cfg.vocab_size + 64 * 1024

@@ -9,7 +9,7 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['RESUME_MAY_SET', 'COMMANDS', 'build_parser', 'cmd_train', 'cmd_generate', 'cmd_chat', 'cmd_info', 'cmd_list',
-           'cmd_gpu', 'cmd_demo', 'Terminated', 'main']
+           'cmd_report', 'cmd_gpu', 'cmd_demo', 'Terminated', 'main']
 
 # %% ../nbs/30_cli.ipynb #c6b84bda
 def _positive(kind):
@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     l = sub.add_parser("list", help="list checkpoints", description="List checkpoints under a folder, newest first.")
     l.add_argument("--root", default=None, help="folder to search (default RUNS: $MINT_HOME/runs, else runs/ of the Mint clone around the working directory, else ~/.mint/runs)")
+
+    r = sub.add_parser("report", help="rebuild a run's HTML report", description="Rebuild RUN/report.html from the run folder's history, checkpoint and summary.")
+    r.add_argument("run", help="run folder (holds history.json and best.safetensors), e.g. runs/peoples_daily")
 
     sub.add_parser("gpu", help="show the CUDA GPU", description="Device name, memory, compute capability and numba versions, or 'no CUDA device found'.")
 
@@ -214,6 +217,10 @@ def cmd_list(a):
         if tmp and not holder:
             print(f"{d}: {len(tmp)} temp file(s) left by an interrupted save ({', '.join(p.name for p in tmp)}); the next run here removes them")
 
+def cmd_report(a):
+    from mint.report import write_report
+    print(write_report(a.run))
+
 def cmd_gpu(a):
     from mint.core import gpu_info
     info = gpu_info()
@@ -238,9 +245,10 @@ def cmd_demo(a):
     for q in ["你好", "你叫什么名字?", "你喜欢什么?", "今天天气怎么样?", "再见"]:
         print(f"你: {q}\nMint: {s.ask(q)}")
 
-COMMANDS = dict(train=cmd_train, generate=cmd_generate, chat=cmd_chat, info=cmd_info, list=cmd_list, gpu=cmd_gpu, demo=cmd_demo)
+COMMANDS = dict(train=cmd_train, generate=cmd_generate, chat=cmd_chat, info=cmd_info, list=cmd_list, gpu=cmd_gpu, demo=cmd_demo,
+                report=cmd_report)
 
-# %% ../nbs/30_cli.ipynb #e7ba8914
+# %% ../nbs/30_cli.ipynb #c4229198
 class Terminated(KeyboardInterrupt):
     "SIGTERM outside the training loop: ends the command with exit code 143."
 

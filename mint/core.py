@@ -4,13 +4,16 @@
 
 # %% ../nbs/00_core.ipynb #7e928368
 from __future__ import annotations
-import os, random, dataclasses, json
+import os, sys, random, dataclasses, json
 from dataclasses import dataclass, asdict, field
 import numpy as np
 
 # %% auto #0
 __all__ = ['PRESETS', 'PEAK_TFLOPS', 'ModelConfig', 'preset', 'seed_everything', 'simulator_enabled', 'gpu_available',
-           'get_device', 'on_device', 'gpu_info', 'peak_tflops', 'mfu', 'numerical_grad', 'rel_error', 'cdiv']
+           'get_device', 'on_device', 'gpu_info', 'peak_tflops', 'mfu', 'cuda_driver_found',
+           'use_simulator_without_gpu', 'gpu_cell_skipped', 'skip_gpu_cells_without_gpu', 'numerical_grad', 'rel_error',
+           'cdiv', 'cjk_fonts', 'token_label', 'figure_png', 'show_figures_in_ipython', 'widget_panel',
+           'nbdev_test_summary']
 
 # %% ../nbs/00_core.ipynb #7d86c30c
 if not hasattr(np, "row_stack"):  # numpy >= 2.5 dropped it; numba-cuda 0.30.4 still calls it at compile time
@@ -119,7 +122,7 @@ def gpu_info() -> dict | None:
             "memory_total_GiB": round(total / 2**30, 1), "memory_free_GiB": round(free / 2**30, 1),
             "numba": numba.__version__, "numba-cuda": md.version("numba-cuda")}
 
-# %% ../nbs/00_core.ipynb #0d8fb131
+# %% ../nbs/00_core.ipynb #d62f0a22
 PEAK_TFLOPS = {  # name fragment -> dense peak TFLOP/s per precision (NVIDIA data sheets); first match wins
     "H200":      {"fp32": 67.0, "tf32": 494.7, "bf16": 989.4},
     "H100 PCIe": {"fp32": 51.2, "tf32": 378.0, "bf16": 756.0},
@@ -144,6 +147,57 @@ def mfu(tokens_per_s: float, flops_per_token: float, device_name: str | None, pr
     peak = peak_tflops(device_name, precision)
     return None if not peak else tokens_per_s * flops_per_token / (peak * 1e12)
 
+# %% ../nbs/00_core.ipynb #d0d5a84b
+def cuda_driver_found() -> bool:
+    "True when the CUDA driver library loads (`$NUMBA_CUDA_DRIVER`, else `libcuda.so.1`/`nvcuda.dll`); checked without importing numba."
+    import ctypes, sys
+    if os.environ.get("NUMBA_CUDA_DRIVER"): names = [os.environ["NUMBA_CUDA_DRIVER"]]
+    elif sys.platform == "win32": names = ["nvcuda.dll"]
+    elif sys.platform == "darwin": names = []                       # no CUDA on macOS
+    else: names = ["libcuda.so.1", "libcuda.so"]
+    for name in names:
+        try: ctypes.CDLL(name); return True
+        except OSError: pass
+    return False
+
+def _in_ipython() -> bool:
+    ipy = sys.modules.get("IPython")
+    return bool(ipy and ipy.get_ipython() is not None)
+
+def use_simulator_without_gpu() -> bool:
+    "Set `NUMBA_ENABLE_CUDASIM=1` when it is unset and no CUDA driver is found (before numba is imported); True if it did."
+    if "NUMBA_ENABLE_CUDASIM" in os.environ or cuda_driver_found(): return False
+    if "numba" in sys.modules:   # numba has already read its settings: switching now would only make them disagree
+        print("mint: no CUDA driver on this machine, and numba was imported before mint, so kernel launches will fail; "
+              "import mint first, or set NUMBA_ENABLE_CUDASIM=1 before starting Python", file=sys.stderr)
+        return False
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    if _in_ipython():
+        print("mint: no CUDA GPU here, so kernels run in numba's CUDA simulator (small shapes only; `#| gpu` cells skip "
+              "themselves). NUMBA_ENABLE_CUDASIM=0 turns this off.")
+    return True
+
+# %% ../nbs/00_core.ipynb #5bc63f4a
+def gpu_cell_skipped(lines: list) -> list:
+    "IPython input transformer: a cell whose `#|` directives include `gpu` becomes a one-line note unless a real GPU is in use."
+    for line in lines:
+        s = line.strip()
+        if not s: continue
+        if not s.startswith("#|"): break
+        if s[2:].split()[:1] == ["gpu"] and not gpu_available():
+            return ["print('skipped: this `#| gpu` cell needs a real CUDA GPU (on a GPU host it runs; `nbdev-test --flags gpu` tests it)')\n"]
+    return lines
+
+def skip_gpu_cells_without_gpu():
+    "In IPython/Jupyter, register `gpu_cell_skipped` (once) so `#| gpu` cells skip themselves where no real GPU is in use."
+    if not _in_ipython(): return
+    ip = sys.modules["IPython"].get_ipython()
+    ip.input_transformers_post[:] = [f for f in ip.input_transformers_post if getattr(f, "__name__", "") != "gpu_cell_skipped"]
+    ip.input_transformers_post.append(gpu_cell_skipped)
+
+use_simulator_without_gpu()
+skip_gpu_cells_without_gpu()
+
 # %% ../nbs/00_core.ipynb #a8cb3d52
 def numerical_grad(f, x: np.ndarray, h: float = 1e-6, idx=None) -> np.ndarray:
     "Central-difference gradient of scalar `f()` w.r.t. array `x` (perturbed in place, restored); `idx` limits which flat entries."
@@ -165,3 +219,59 @@ def rel_error(a, b) -> float:
 def cdiv(a: int, b: int) -> int:
     "Ceiling division: the number of blocks of size `b` that cover `a` items."
     return (a + b - 1) // b
+
+# %% ../nbs/00_core.ipynb #d3161d54
+import functools, re
+
+@functools.lru_cache(maxsize=None)
+def cjk_fonts() -> tuple:
+    "Families of installed fonts that draw Chinese characters, registered with matplotlib (sans first); () if none."
+    from matplotlib import font_manager as fm
+    from matplotlib.ft2font import FT2Font
+    pat = re.compile(r"cjk|wqy|wenquan|simhei|simsun|msyh|yahei|pingfang|heiti|hiragino sans gb|sourcehan|"
+                     r"notosanssc|droidsansfallback|ukai|uming|arial ?unicode", re.I)
+    names = []
+    for path in sorted(fm.findSystemFonts()):
+        if not pat.search(path): continue
+        try:
+            if FT2Font(path).get_char_index(0x4E2D) == 0: continue     # no glyph for 中
+            fm.fontManager.addfont(path)
+            names.append(FT2Font(path).family_name)
+        except (OSError, RuntimeError, ValueError): continue
+    return tuple(sorted(set(names), key=lambda n: ("Sans" not in n, "SC" not in n, n)))
+
+def token_label(text: str) -> str:
+    "`text` as a plot label: itself where a Chinese font is installed (or it is ASCII), else its non-ASCII characters as U+XXXX."
+    if text.isascii() or cjk_fonts(): return text
+    return "".join(c if c.isascii() else f"U+{ord(c):04X}" for c in text)
+
+# %% ../nbs/00_core.ipynb #194330a8
+def figure_png(fig, dpi: int = 80) -> bytes:
+    "A matplotlib figure as PNG bytes."
+    import io
+    buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=dpi); return buf.getvalue()
+
+def show_figures_in_ipython():
+    "In IPython, display a matplotlib `Figure` a cell returns as PNG, also one made without pyplot."
+    if not _in_ipython(): return
+    from matplotlib.figure import Figure
+    fmt = sys.modules["IPython"].get_ipython().display_formatter.formatters["image/png"]
+    if Figure not in fmt.type_printers: fmt.for_type(Figure, figure_png)
+
+def widget_panel(draw, controls: dict, columns: int = 3):
+    "ipywidgets panel: `controls` (name -> widget) in rows of `columns` above one output redrawn by `draw(**values)` on every change."
+    import ipywidgets as W
+    out = W.interactive_output(draw, controls)
+    items = list(controls.values())
+    for w in items: w.style.description_width = "initial"          # labels are not cut to "temperat…"
+    rows = [W.HBox(items[i:i + columns]) for i in range(0, len(items), columns)]
+    return W.VBox([*rows, out])
+
+# %% ../nbs/00_core.ipynb #ac403c05
+def nbdev_test_summary(cells: list):
+    "nbdev-test's `test_setup` hook: at exit, print how many notebooks and cells ran and the wall time."
+    import atexit, time
+    # the cells arrive notebook after notebook, each notebook's in increasing cell index: a drop starts the next one
+    n_nbs = sum(1 for i, c in enumerate(cells) if i == 0 or c.idx_ <= cells[i - 1].idx_)
+    t0 = time.time()
+    atexit.register(lambda: print(f"nbdev-test: {n_nbs} notebook(s), {len(cells)} cells, {time.time() - t0:.0f} s"))

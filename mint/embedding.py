@@ -4,10 +4,10 @@
 
 # %% ../nbs/05_embedding.ipynb #e248cc7c
 from __future__ import annotations
+from .core import on_device, cdiv  # before numba: without a GPU it switches the simulator on
 import math
 import numpy as np
 from numba import cuda, float32, njit
-from .core import on_device
 from .kernels import check_args, grid1d, fill
 
 # %% auto #0

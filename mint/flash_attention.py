@@ -4,10 +4,10 @@ r"""Fused attention that never stores the $T\times T$ probabilities: the online 
 
 # %% ../nbs/09a_flash_attention.ipynb #7732e09f
 from __future__ import annotations
+from .core import on_device, simulator_enabled, cdiv  # before numba: without a GPU it switches the simulator on
 import functools, math
 import numpy as np
 from numba import cuda, float32, int64
-from .core import on_device, simulator_enabled, cdiv
 from .kernels import launch
 from .attention import MASK_VALUE, MASKED_BELOW, attention_mask, attention_forward_ref
 

@@ -12,7 +12,8 @@ from .vocab import Vocab, PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
 from .model import Workspace, KVCache, views, forward
 
 # %% auto #0
-__all__ = ['NEVER_SAMPLED', 'Decoder', 'allowed_logits', 'check_sampling', 'sample_next', 'stream', 'check_prompt', 'generate']
+__all__ = ['NEVER_SAMPLED', 'Decoder', 'allowed_logits', 'check_sampling', 'sample_next', 'stream', 'check_prompt', 'generate',
+           'sampling_stages', 'plot_sampling_stages', 'next_token_logits', 'sampling_playground', 'sampling_widget']
 
 # %% ../nbs/16_generate.ipynb #b168a456
 class Decoder:
@@ -136,3 +137,75 @@ def generate(params, cfg: ModelConfig, vocab: Vocab, prompt: str, max_new_tokens
     out = stream(Decoder(params, cfg, device), ids, max_new_tokens, temperature, top_k, top_p,
                  np.random.default_rng(seed), slide)
     return vocab.decode(np.array(list(out), np.int32))
+
+# %% ../nbs/16_generate.ipynb #66690ada
+def _softmax(z: np.ndarray) -> np.ndarray:
+    p = np.exp(z - z[np.isfinite(z)].max()); p[~np.isfinite(p)] = 0.0
+    return p / p.sum()
+
+def sampling_stages(logits, temperature: float = 0.7, top_k: int = 50, top_p: float = 0.9) -> list:
+    "`[(step, p[V])]`: the next-token distribution of `logits[V]` as `sample_next` shapes it — model, temperature, top-k, top-p (each sums to 1)."
+    check_sampling(temperature, top_k, top_p)
+    z = allowed_logits(logits); z[np.isnan(z)] = -np.inf
+    stages = [("model", _softmax(z))]
+    if temperature <= 0:
+        g = np.zeros_like(z); g[int(np.argmax(z))] = 1.0
+        return stages + [("temperature 0 (greedy)", g)]
+    p = _softmax(z / temperature)
+    stages.append((f"temperature {temperature:g}", p))
+    order = np.argsort(-p, kind="stable")
+    if top_k: order = order[:top_k]
+    q = np.zeros_like(p); q[order] = p[order]
+    stages.append((f"top-k {top_k}" if top_k else "top-k off", q / q.sum()))
+    if 0 < top_p < 1:
+        c = np.cumsum(p[order]) / p[order].sum()
+        order = order[: int(np.searchsorted(c, top_p)) + 1]
+    q = np.zeros_like(p); q[order] = p[order]
+    return stages + [(f"top-p {top_p:g}" if top_p < 1 else "top-p off", q / q.sum())]
+
+def plot_sampling_stages(stages: list, vocab: Vocab, n_show: int = 12):
+    "Bars of the `n_show` most likely tokens (by the model) after each step of `sampling_stages`, one row per step; a `Figure`."
+    import matplotlib
+    from matplotlib.figure import Figure
+    from mint.core import cjk_fonts, token_label, show_figures_in_ipython
+    top = np.argsort(-stages[0][1], kind="stable")[:n_show]
+    show_figures_in_ipython()
+    labels = [token_label(vocab.itos[t]) for t in top]
+    with matplotlib.rc_context({"font.family": ["DejaVu Sans", *cjk_fonts()[:1]]}):
+        fig = Figure(figsize=(7, 1.3 * len(stages) + 0.4), layout="constrained")
+        axes = fig.subplots(len(stages), 1, sharex=True, sharey=True)
+        for ax, (name, p) in zip(axes, stages):
+            ax.bar(range(len(top)), p[top], color=["C0" if v > 0 else "0.85" for v in p[top]])
+            ax.set_title(f"{name}: {int((p > 0).sum()):,} tokens possible, top-1 {p.max():.2f}", fontsize=9, loc="left")
+            ax.grid(axis="y", alpha=0.3)
+        axes[-1].set_xticks(range(len(top)), labels)
+        axes[0].set_ylabel("p")
+    return fig
+
+# %% ../nbs/16_generate.ipynb #7fd801e4
+def next_token_logits(params, cfg: ModelConfig, vocab: Vocab, prompt: str, start: tuple = (EOS,)) -> np.ndarray:
+    "The logits `[V]` (float64) of the token after `prompt` (preceded by `start`, as `generate` does)."
+    return Decoder(params, cfg).feed([*start, *check_prompt(vocab, prompt).tolist()])
+
+def sampling_playground(params, cfg: ModelConfig, vocab: Vocab, prompt: str = "中国", temperature: float = 0.7,
+                        top_k: int = 50, top_p: float = 0.9, seed: int = 0, max_new_tokens: int = 30, n_show: int = 12):
+    "`(figure, text)`: the next-token distribution after each sampling step for `prompt`, and a continuation sampled with the same settings."
+    stages = sampling_stages(next_token_logits(params, cfg, vocab, prompt), temperature, top_k, top_p)
+    text = generate(params, cfg, vocab, prompt, max_new_tokens, temperature, top_k, top_p, seed)
+    return plot_sampling_stages(stages, vocab, n_show), text
+
+def sampling_widget(params, cfg: ModelConfig, vocab: Vocab, prompt: str = "中国"):
+    "Sliders for temperature, top-k and top-p, a prompt box and a seed over `sampling_playground`'s bars and continuation."
+    import ipywidgets as W
+    from IPython.display import display
+    from mint.core import widget_panel, show_figures_in_ipython
+    show_figures_in_ipython()
+    def draw(prompt, temperature, top_k, top_p, seed):
+        try: fig, text = sampling_playground(params, cfg, vocab, prompt, temperature, top_k, top_p, seed)
+        except ValueError as e: return print(e)
+        display(fig); print(prompt + text)
+    cu = dict(continuous_update=False)
+    return widget_panel(draw, dict(
+        prompt=W.Text(prompt, description="prompt"), temperature=W.FloatSlider(0.7, min=0, max=2, step=0.05, description="temperature", **cu),
+        top_k=W.IntSlider(50, min=0, max=200, description="top-k", **cu), top_p=W.FloatSlider(0.9, min=0.05, max=1, step=0.05, description="top-p", **cu),
+        seed=W.IntText(0, description="seed")))

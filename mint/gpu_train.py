@@ -4,11 +4,11 @@
 
 # %% ../nbs/15_gpu_train.ipynb #d8699333
 from __future__ import annotations
+from .core import ModelConfig  # before numba: without a GPU it switches the simulator on
 import math, time, warnings
 from contextlib import contextmanager
 import numpy as np
 from numba import cuda
-from .core import ModelConfig
 from .kernels import fill, launch
 from .model import Workspace, workspace_bytes, n_params
 from .optim import adam_step, grad_sumsq

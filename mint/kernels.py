@@ -4,10 +4,10 @@
 
 # %% ../nbs/03_kernels.ipynb #8fe39b61
 from __future__ import annotations
+from .core import on_device, simulator_enabled, cdiv  # before numba: without a GPU it switches the simulator on
 import functools, math
 import numpy as np
 from numba import cuda, float32
-from .core import on_device, simulator_enabled, cdiv
 
 # %% auto #0
 __all__ = ['THREADS', 'MAX_BLOCKS', 'launch', 'grid1d', 'next_pow2', 'grid2d', 'check_args', 'as_3d', 'fill_kernel', 'fill',

@@ -4,15 +4,16 @@
 
 # %% ../nbs/10_loss.ipynb #31e4dee3
 from __future__ import annotations
+from .core import on_device, simulator_enabled  # before numba: without a GPU it switches the simulator on
 import math
 import numpy as np
 from numba import cuda, float32, float64, njit, prange
-from .core import on_device, simulator_enabled
 from .kernels import check_args, launch, block_max, block_sum, reduction_block
 
 # %% auto #0
 __all__ = ['CE_MAX_BLOCK', 'CE_BLOCK', 'check_targets', 'cross_entropy_ref', 'cross_entropy_cpu', 'ce_count_kernel',
-           'cross_entropy_kernel', 'ce_loss_kernel', 'cross_entropy']
+           'cross_entropy_kernel', 'ce_loss_kernel', 'cross_entropy', 'softmax_naive', 'softmax_stable',
+           'norm_playground', 'plot_norm_playground', 'norm_widget']
 
 # %% ../nbs/10_loss.ipynb #a6bbc0bd
 def _check_ce(fn: str, logits, targets, loss_mask, dlogits=None, loss_out=None, scratch=None) -> bool:
@@ -179,3 +180,53 @@ def cross_entropy(logits, targets, loss_mask, dlogits=None, loss_out=None, scrat
     if n: cross_entropy_kernel[launch(n, b)](logits, targets, loss_mask, scratch, dlogits)
     ce_loss_kernel[launch(1, b)](scratch, loss_out)
     return loss_out, dlogits
+
+# %% ../nbs/10_loss.ipynb #0af4e8e6
+def softmax_naive(z: np.ndarray) -> np.ndarray:
+    "exp(z)/sum(exp(z)) in z's dtype, without subtracting the max: inf/NaN once max(z) > ln(dtype max) (88.7 in float32)."
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(z); return e / e.sum()
+
+def softmax_stable(z: np.ndarray) -> np.ndarray:
+    "exp(z - max z)/sum(...) in z's dtype: every exponent <= 0, so nothing overflows."
+    e = np.exp(z - z.max()); return e / e.sum()
+
+def norm_playground(scale: float = 1.0, n: int = 8, seed: int = 0, dtype=np.float32) -> dict:
+    "A random `x[n]` times `scale` in `dtype`, its naive and stable softmax, its RMSNorm (gain 1), and whether the naive softmax overflowed."
+    from mint.rmsnorm import rmsnorm_forward_ref
+    x = (scale * np.random.default_rng(seed).standard_normal(n)).astype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y, rstd = rmsnorm_forward_ref(x[None], np.ones(n, dtype))
+    naive = softmax_naive(x)
+    return dict(x=x, naive=naive, stable=softmax_stable(x), rmsnorm=y[0], rms=float(1 / rstd[0]) if rstd[0] else math.inf,
+                overflow=not np.isfinite(naive).all(), exp_limit=float(np.log(np.finfo(dtype).max)))
+
+def plot_norm_playground(r: dict):
+    "Three panels for a `norm_playground` result: x (with the exp overflow line), both softmaxes (NaN marked), RMSNorm."
+    from matplotlib.figure import Figure
+    from mint.core import show_figures_in_ipython
+    show_figures_in_ipython()
+    fig = Figure(figsize=(11, 2.8), layout="constrained")
+    ax_x, ax_s, ax_r = fig.subplots(1, 3)
+    i = np.arange(len(r["x"]))
+    ax_x.bar(i, r["x"], color="0.5"); ax_x.set_title(f"x (max {r['x'].max():.3g})")
+    if r["x"].max() > 0.5 * r["exp_limit"]:
+        ax_x.axhline(r["exp_limit"], color="C3", ls="--", lw=1, label=f"exp overflows above {r['exp_limit']:.1f}"); ax_x.legend(fontsize=8)
+    ax_s.bar(i - 0.2, r["stable"], 0.4, label="stable (x - max)")
+    ok = np.isfinite(r["naive"])
+    ax_s.bar(i[ok] + 0.2, r["naive"][ok], 0.4, label="naive")
+    if (~ok).any(): ax_s.plot(i[~ok] + 0.2, np.zeros((~ok).sum()), "x", color="C3", ms=9, mew=2, label="naive: NaN")
+    ax_s.set_title("softmax" + (": the naive one overflowed" if r["overflow"] else "")); ax_s.legend(fontsize=8)
+    ax_r.bar(i, r["rmsnorm"], color="C2"); ax_r.set_title(f"RMSNorm x / rms(x), rms = {r['rms']:.3g}")
+    for ax in (ax_x, ax_s, ax_r): ax.grid(axis="y", alpha=0.3); ax.set_xlabel("index")
+    return fig
+
+def norm_widget():
+    "Sliders for the input scale (log), length and seed over `plot_norm_playground`."
+    import ipywidgets as W
+    from IPython.display import display
+    from mint.core import widget_panel
+    cu = dict(continuous_update=False)
+    return widget_panel(lambda scale, n, seed: display(plot_norm_playground(norm_playground(scale, n, seed))),
+                        dict(scale=W.FloatLogSlider(10.0, base=10, min=-2, max=21, step=0.25, description="scale", **cu),
+                             n=W.IntSlider(8, min=2, max=64, description="length", **cu), seed=W.IntText(0, description="seed")))

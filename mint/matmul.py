@@ -4,15 +4,16 @@
 
 # %% ../nbs/04_matmul.ipynb #b42d86e4
 from __future__ import annotations
+from .core import on_device, cdiv  # before numba: without a GPU it switches the simulator on
 import functools
 import numpy as np
 from numba import cuda, float32
-from .core import on_device, cdiv
 from .kernels import check_args, grid2d, block_sum_y
 
 # %% auto #0
 __all__ = ['TILE', 'gemm_kernel', 'BIAS_BX', 'BIAS_BY', 'BIAS_SLOTS', 'matmul_ref', 'linear_forward_ref', 'linear_backward_ref',
-           'make_gemm_kernel', 'matmul', 'linear_forward', 'bias_grad_kernel', 'bias_grad', 'linear_backward']
+           'make_gemm_kernel', 'matmul', 'linear_forward', 'bias_grad_kernel', 'bias_grad', 'linear_backward',
+           'gemm_playground', 'gemm_summary', 'gemm_widget']
 
 # %% ../nbs/04_matmul.ipynb #14d49769
 def _gemm_dims(a, b, trans_a: bool, trans_b: bool, fn: str = "matmul", names=("a", "b")) -> tuple[int, int, int]:
@@ -172,3 +173,41 @@ def linear_backward(dy, x, w, dx=None, dw=None, db=None, has_bias: bool = True, 
     dw = _gemm(dy, x, dw, None, True, False, tile)    # [N,out]ᵀ·[N,in]
     db = bias_grad(dy, out=db) if has_bias else None
     return dx, dw, db
+
+# %% ../nbs/04_matmul.ipynb #e68b1eb5
+def gemm_playground(M: int = 13, K: int = 19, N: int = 7, tile: int = TILE, seed: int = 0, reps: int | None = None) -> dict:
+    "One M×K·K×N device `matmul` with `tile`: block, grid, threads, relative error vs NumPy (float64), seconds per call, GFLOP/s, where it ran."
+    import time
+    from mint.core import simulator_enabled
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    da, db = cuda.to_device(a), cuda.to_device(b)
+    out = cuda.device_array((M, N), np.float32)
+    sim = simulator_enabled()
+    reps = reps or (1 if sim else 10)
+    if not sim: matmul(da, db, out=out, tile=tile); cuda.synchronize()        # warm-up: compile, first launch
+    t0 = time.perf_counter()
+    for _ in range(reps): matmul(da, db, out=out, tile=tile)
+    cuda.synchronize()
+    secs = (time.perf_counter() - t0) / reps
+    ref = a.astype(np.float64) @ b
+    grid = grid2d(N, M, block=(tile, tile))[0]
+    return dict(M=M, K=K, N=N, tile=tile, block=(tile, tile), grid=grid, threads=grid[0] * grid[1] * tile * tile,
+                rel_error=float(np.abs(out.copy_to_host() - ref).max() / np.abs(ref).max()), seconds=secs,
+                gflops=2 * M * N * K / secs / 1e9, where="simulator" if sim else "GPU")
+
+def gemm_summary(r: dict) -> str:
+    "One line for a `gemm_playground` result."
+    return (f"{r['M']}×{r['K']}·{r['K']}×{r['N']}, tile {r['tile']}: block {r['block'][0]}×{r['block'][1]}, grid "
+            f"{r['grid'][0]}×{r['grid'][1]} ({r['threads']:,} threads), rel. error {r['rel_error']:.1e}, "
+            f"{r['seconds'] * 1e3:.2f} ms per call, {r['gflops']:.3g} GFLOP/s ({r['where']})")
+
+def gemm_widget(max_size: int | None = None):
+    "Sliders for tile size and M, K, N over `gemm_playground` (sizes up to 64 in the simulator, 4096 on a GPU)."
+    import ipywidgets as W
+    from mint.core import widget_panel, simulator_enabled
+    hi = max_size or (64 if simulator_enabled() else 4096)
+    cu = dict(continuous_update=False)
+    dims = {k: W.IntSlider(v, min=1, max=hi, description=k, **cu) for k, v in (("M", 13), ("K", 19), ("N", 7))}
+    return widget_panel(lambda tile, M, K, N: print(gemm_summary(gemm_playground(M, K, N, tile))),
+                        dict(tile=W.SelectionSlider(options=[4, 8, 16, 32], value=16, description="tile", **cu), **dims), columns=4)

@@ -4,11 +4,11 @@
 
 # %% ../nbs/11_optim.ipynb #e9ded7ff
 from __future__ import annotations
+from .core import on_device, cdiv  # before numba: without a GPU it switches the simulator on
 import math
 from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float64, njit, prange
-from .core import on_device
 from .kernels import THREADS, check_args, grid1d, fill, block_sum, reduction_block
 
 # %% auto #0

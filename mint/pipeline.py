@@ -6,6 +6,7 @@
 from __future__ import annotations
 from collections import Counter
 import math, time, sys, json, hashlib, dataclasses
+from dataclasses import asdict
 from pathlib import Path
 import numpy as np
 from .core import preset, get_device
@@ -80,7 +81,7 @@ def safe_exp(x: float) -> float:
 def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: TrainConfig | None = None,
                  out_dir=None, init=None, max_samples: int | None = None, device: str = "auto",
                  root="data", val_frac: float = 0.05, progress: bool = True, log=print, overwrite: bool = False,
-                 control=None, on_end=()) -> dict:
+                 control=None, on_end=(), callbacks=()) -> dict:
     "Train on a corpus end to end (load, split, vocab, model, train, report) into `out_dir` (default `default_run_dir(data)`); returns the report dict (with `exit_code`). See `mint train --help`."
     from mint.checkpoint import load_checkpoint, RunLock, STATE_NAME
     tcfg = tcfg or TrainConfig()
@@ -98,11 +99,12 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
         exists = lambda x: x is not None and Path(x).exists()
         spec = dict(data=str(Path(data).resolve()) if exists(data) else data, root=str(Path(root).resolve()),
                     max_samples=max_samples, val_frac=val_frac, preset=preset_name, init=str(init) if init else None)
-        return _train_run(spec, tcfg, out_dir, dev, progress, log, control, on_end, t_start, ck=ck)
+        return _train_run(spec, tcfg, out_dir, dev, progress, log, control, on_end, t_start, ck=ck, callbacks=callbacks)
 
 RESUMABLE_CHANGES = ("steps", "time_limit", "eval_every", "eval_batches")
 
-def resume_corpus(run, device: str = "auto", progress: bool = True, log=print, control=None, on_end=(), **changes) -> dict:
+def resume_corpus(run, device: str = "auto", progress: bool = True, log=print, control=None, on_end=(), callbacks=(),
+                  **changes) -> dict:
     "Continue the run in folder `run` from its training state — its data, settings, weights, Adam moments, step and batch order; `changes` may set steps, time_limit, eval_every, eval_batches. Returns the report dict."
     from mint.checkpoint import RunLock, STATE_NAME
     from mint.train import load_train_state
@@ -122,11 +124,11 @@ def resume_corpus(run, device: str = "auto", progress: bool = True, log=print, c
         if tcfg.steps <= st.step:
             raise ValueError(f"{out_dir}: the run has done its {st.step} of {tcfg.steps} steps; pass --steps N (more than {st.step}) to train longer")
         log(f"resuming {out_dir} at step {st.step} of {tcfg.steps}")
-        return _train_run(spec, tcfg, out_dir, dev, progress, log, control, on_end, t_start, state=st)
+        return _train_run(spec, tcfg, out_dir, dev, progress, log, control, on_end, t_start, state=st, callbacks=callbacks)
 
 def _note(s): print(s, file=sys.stderr)
 
-def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress, log, control, on_end, t_start,
+def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress, log, control, on_end, t_start, callbacks=(),
                ck=None, state=None) -> dict:
     "The part of `train_corpus` and `resume_corpus` after the checks: data, vocabulary, model, training, report."
     from mint import data as D
@@ -168,7 +170,7 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
     log(f"run folder: {out_dir}")
     meta = state.meta if state is not None else dict(data=source, kind=kind, preset=spec["preset"], init=spec["init"],
                                                      data_sha256=fp, run=spec)
-    kw = dict(control=control, resume=state, on_end=on_end)
+    kw = dict(control=control, resume=state, on_end=on_end, callbacks=callbacks)
     if dev == "cuda":
         from mint.gpu_train import train_gpu
         res = train_gpu(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, **kw)
@@ -179,9 +181,15 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
                last_val_loss=res.last_val, perplexity=safe_exp(res.best_val), tokens_per_s=res.tokens_per_s,
                train_seconds=res.seconds, total_seconds=time.perf_counter() - t_start,
                checkpoint=str(res.checkpoint) if res.checkpoint else None, run_dir=str(out_dir),
-               n_params=n_params(cfg), vocab_size=len(vocab))
+               n_params=n_params(cfg), vocab_size=len(vocab),
+               data=summary, train_samples=len(train_s), val_samples=len(val_s), kind=kind, preset=spec["preset"],
+               config=cfg.to_dict(), train_config={**asdict(tcfg), "base_lr": tcfg.base_lr, "warmup_steps": tcfg.warmup_steps})
     if kind == "lm": rep["unigram_entropy"] = D.unigram_entropy(va)
     log(format_report(rep))
+    if out_dir is not None:        # the one place a run ends: after the last step, a stop or a non-finite loss alike
+        from mint.report import write_report
+        rep["report"] = str(write_report(out_dir, rep))
+        log(f"report: {rep['report']}")
     return rep
 
 def format_report(rep: dict) -> str:

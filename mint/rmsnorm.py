@@ -4,10 +4,10 @@
 
 # %% ../nbs/07_rmsnorm.ipynb #ddbb2b07
 from __future__ import annotations
+from .core import on_device, simulator_enabled, cdiv  # before numba: without a GPU it switches the simulator on
 import math
 import numpy as np
 from numba import cuda, float32, njit, prange
-from .core import on_device, simulator_enabled
 from .kernels import check_args, launch, grid2d, block_sum, block_sum_y, reduction_block
 
 # %% auto #0

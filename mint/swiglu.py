@@ -4,10 +4,10 @@ r"""The gated feed-forward network of every layer (§5.6 of the Mint report): an
 
 # %% ../nbs/08_swiglu.ipynb #27c26961
 from __future__ import annotations
+from .core import on_device, simulator_enabled, cdiv  # before numba: without a GPU it switches the simulator on
 import math
 import numpy as np
 from numba import cuda, float32, njit, prange
-from .core import on_device
 from .kernels import check_args, grid1d
 
 # %% auto #0

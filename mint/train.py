@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
-from .core import ModelConfig
+from .core import ModelConfig, figure_png, show_figures_in_ipython
 from .vocab import Vocab
 from .model import Workspace, ATTENTION, loss_forward, backward, n_params, views, workspace_bytes
 from .optim import AdamConfig, adam_step, grad_sumsq, lr_at, warmup_steps
@@ -17,10 +17,11 @@ from .checkpoint import (save_checkpoint, atomic_write, write_unit, read_info, r
                              checkpoint_meta, checkpoint_bytes, check_disk_space, RunLock, CheckpointError, STATE_NAME)
 
 # %% auto #0
-__all__ = ['STATE_KEYS', 'EXIT_CODES', 'STATE_FORMAT', 'ON_END', 'TrainConfig', 'available_memory', 'training_bytes',
-           'check_memory', 'Engine', 'CpuEngine', 'TrainControl', 'stop_on_signals', 'read_commands',
-           'terminal_commands', 'TrainState', 'save_train_state', 'load_train_state', 'check_resumable', 'TrainResult',
-           'state_bytes', 'run_training', 'train', 'BackgroundRun', 'save_button']
+__all__ = ['STATE_KEYS', 'EXIT_CODES', 'STATE_FORMAT', 'ON_END', 'TrainConfig', 'bar_is_live', 'bar_postfix', 'notify',
+           'available_memory', 'training_bytes', 'check_memory', 'Engine', 'CpuEngine', 'TrainControl',
+           'stop_on_signals', 'read_commands', 'terminal_commands', 'TrainState', 'save_train_state',
+           'load_train_state', 'check_resumable', 'TrainResult', 'state_bytes', 'run_training', 'train',
+           'BackgroundRun', 'save_button', 'plot_history', 'text_curve_line', 'LiveCurves']
 
 # %% ../nbs/14_train.ipynb #ca260e74
 @dataclass
@@ -62,6 +63,24 @@ class TrainConfig:
         return cls(**d)
 
 # %% ../nbs/14_train.ipynb #c8fe42f1
+def bar_is_live() -> bool:
+    "True when the progress bar is seen as it runs: a terminal, or Jupyter's widget bar (`tqdm.auto` picked `tqdm.notebook`)."
+    nb = sys.modules.get("tqdm.notebook")
+    return sys.stderr.isatty() or bool(nb and issubclass(tqdm, nb.tqdm_notebook))
+
+def bar_postfix(loss: float, lr: float, tokens_per_s: float, val: float) -> dict:
+    "The progress bar's postfix: loss, lr, tokens/s, and `val` once a validation loss exists (no `val=nan` before)."
+    d = dict(loss=f"{loss:.3f}", lr=f"{lr:.1e}", tok_s=f"{tokens_per_s:,.0f}")
+    if math.isfinite(val): d["val"] = f"{val:.3f}"
+    return d
+
+def notify(callbacks, event: str, step: int, hist: dict):
+    "Call `cb.<event>(step, hist)` on every callback that has that method."
+    for cb in callbacks:
+        f = getattr(cb, event, None)
+        if f is not None: f(step, hist)
+
+# %% ../nbs/14_train.ipynb #4b5b40ad
 def available_memory() -> int | None:
     "Bytes of memory a new allocation can get without swapping (Linux: MemAvailable; else free physical pages); None if unknown."
     try:
@@ -265,7 +284,7 @@ def check_resumable(st: TrainState, cfg: ModelConfig, vocab: Vocab, tcfg: TrainC
             raise ValueError(f"cannot resume {where}: {k} was {a[k]!r}, now {b[k]!r}; resume with the run's own settings, "
                              f"or start a new run from its weights with --init")
 
-# %% ../nbs/14_train.ipynb #e9b6dd4f
+# %% ../nbs/14_train.ipynb #a571846f
 @dataclass
 class TrainResult:
     "What a run did: steps reached, best/last validation loss (nats/token), history, why it stopped, speed, best checkpoint; `reason`, `problems`, `exit_code`."
@@ -311,7 +330,7 @@ def state_bytes(cfg: ModelConfig, steps: int) -> int:
 
 def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list, vocab: Vocab,
                  out_dir=None, meta: dict | None = None, progress: bool = True, control: TrainControl | None = None,
-                 resume: TrainState | None = None, on_end=()) -> TrainResult:
+                 resume: TrainState | None = None, on_end=(), callbacks=()) -> TrainResult:
     "The training loop for any engine (`CpuEngine`, `mint.gpu_train.GpuEngine`): checks, schedule, validation, best checkpoint, training state, stop and save requests, honest result. With `resume`, `train_batches` must be made afresh as the run made it (same data and seed): it is fast-forwarded."
     out_dir = Path(out_dir) if out_dir is not None else None
     control = control if control is not None else TrainControl()
@@ -354,6 +373,7 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
             nonlocal best, best_step, last_val, ckpt, validated_at
             last_val, validated_at = float(engine.evaluate(val_batches, limit)), step
             hist["val_step"].append(step); hist["val_loss"].append(last_val)
+            notify(callbacks, "after_validate", step, hist)
             if not last_val <= worst and "val" not in warned:
                 warned.add("val")
                 note(f"warning: validation loss {last_val:.4g} nats/token at step {step} is more than twice that of guessing "
@@ -373,9 +393,9 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
 
         # 2. the steps
         t0 = time.perf_counter()
-        # off a terminal (a log file, CI) a bar redrawn 10 times a second floods the log: redraw every 30 s there
+        # in a terminal or Jupyter the bar redraws often; in a log file (CI) every 30 s, or it floods the log
         bar = tqdm(total=tcfg.steps, initial=start, desc=engine.desc, disable=not progress, dynamic_ncols=True,
-                   mininterval=0.1 if sys.stderr.isatty() else 30)
+                   mininterval=0.1 if bar_is_live() else 30)
         with engine, stop_on_signals(control), terminal_commands(control) as tty:
             if tty: note("(s + Enter saves a checkpoint now; Ctrl-C stops after saving)")
             try:
@@ -393,16 +413,18 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                     tokens += int(batch.loss_mask.size)
                     hist["step"].append(step); hist["loss"].append(float(loss)); hist["lr"].append(float(lr))
                     bar.update(1)
+                    notify(callbacks, "after_step", step, hist)
                     if step % tcfg.eval_every == 0 and step < tcfg.steps: validate(tcfg.eval_batches)
                     if control.take_save(): save_now()
                     if tcfg.time_limit and step - start == min(20, tcfg.steps - start):
                         _warn_if_too_slow(tcfg, step - start, tcfg.steps - start, time.perf_counter() - t0, tokens, note)
-                    bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.1e}", tok_s=f"{tokens / (time.perf_counter() - t0):,.0f}",
-                                    val=f"{last_val:.3f}", refresh=False)
+                    bar.set_postfix(bar_postfix(loss, lr, tokens / (time.perf_counter() - t0), last_val), refresh=False)
                     if tcfg.time_limit and time.perf_counter() - t0 > tcfg.time_limit:
                         reason, stopped = "time_limit", f"time limit ({tcfg.time_limit:.0f} s) reached at step {step}"; break
                 # 3. the end: a last validation (which saves the best checkpoint and the state), unless diverged
                 if reason != "diverged" and step > 0 and validated_at != step: validate(None)
+                if hist["loss"]:                                   # the bar ends on the final figures
+                    bar.set_postfix(bar_postfix(hist["loss"][-1], hist["lr"][-1], tokens / max(time.perf_counter() - t0, 1e-9), last_val))
             except KeyboardInterrupt:
                 # A KeyboardInterrupt that is not the handler's flag (a second Ctrl-C, or one raised without a signal)
                 # may have cut a step: its weights are whole (each array is written by one call), Adam's moments may
@@ -419,6 +441,7 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
             secs = time.perf_counter() - t0
             engine.finish(seg)
         _merge(hist, seg)
+        notify(callbacks, "after_fit", step, hist)
         if out_dir is not None: save("history", lambda: atomic_write(out_dir / "history.json", json.dumps(hist)))
 
         problems, ran, lr0 = [], step - start, tcfg.base_lr
@@ -445,7 +468,7 @@ def train(params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, train_batches
     "Train `params` (flat float32, updated in place) on the NumPy path with `run_training` (`control`, `resume`, `on_end` pass through)."
     return run_training(CpuEngine(params, cfg, tcfg), cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, progress, **kw)
 
-# %% ../nbs/14_train.ipynb #921e5517
+# %% ../nbs/14_train.ipynb #e325ad24
 class BackgroundRun:
     "Run `fn(control=...)` (a training function) in a thread: `.control`, `.stop()`, `.wait() -> result`, `.done`."
     def __init__(self, fn):
@@ -471,3 +494,51 @@ def save_button(run):
     b = widgets.Button(description="Save now", icon="save", tooltip="write RUN/step-NNNNNN.safetensors and carry on")
     b.on_click(lambda _: control.request_save())
     return b
+
+# %% ../nbs/14_train.ipynb #49ab3618
+def plot_history(hist: dict, fig=None, title: str | None = None):
+    "Training loss, validation loss (nats/token) and learning rate of a run's `hist` on a matplotlib `Figure` (new, or `fig` cleared)."
+    from matplotlib.figure import Figure
+    if fig is None: fig = Figure(figsize=(9, 3.2), layout="constrained"); show_figures_in_ipython()
+    fig.clear()
+    ax, ax_lr = fig.subplots(1, 2, width_ratios=[2.2, 1])
+    ax.plot(hist["step"], hist["loss"], lw=0.8, alpha=0.7, label="training loss")
+    if hist["val_loss"]: ax.plot(hist["val_step"], hist["val_loss"], "o-", ms=4, label="validation loss")
+    ax.set(xlabel="step", ylabel="loss (nats/token)", title=title or "loss")
+    ax.grid(alpha=0.3); ax.legend(loc="upper right")
+    ax_lr.plot(hist["step"], hist["lr"], color="C2")
+    ax_lr.set(xlabel="step", title="learning rate"); ax_lr.grid(alpha=0.3)
+    ax_lr.ticklabel_format(axis="y", style="sci", scilimits=(-2, 2))
+    return fig
+
+
+def text_curve_line(step: int, val: float, first: float, width: int = 40) -> str:
+    "One line of the text validation curve: step, loss, and a bar whose length is the loss relative to the first one."
+    n = max(1, round(width * val / first)) if math.isfinite(val) and first > 0 else 0
+    return f"step {step:>6}  val {val:7.3f}  " + "█" * min(n, 2 * width)
+
+class LiveCurves:
+    "Callback for `run_training`: in Jupyter one figure of loss, validation loss and lr redrawn in place (at most every `every` s); in a terminal a text line per validation."
+    def __init__(self, every: float = 2.0, title: str | None = None, notebook: bool | None = None):
+        from mint.core import _in_ipython
+        if notebook is None:
+            notebook = _in_ipython() and type(sys.modules["IPython"].get_ipython()).__name__ != "TerminalInteractiveShell"
+        self.every, self.title, self.notebook = every, title, notebook
+        self.handle, self.fig, self.last, self.first_val, self.draws = None, None, -math.inf, None, 0
+    def draw(self, hist: dict):
+        "Redraw the figure now (Jupyter: update the one displayed image in place)."
+        from IPython.display import display, Image
+        self.fig = plot_history(hist, self.fig, self.title)
+        img = Image(data=figure_png(self.fig))
+        if self.handle is None: self.handle = display(img, display_id=True)
+        else: self.handle.update(img)
+        self.last, self.draws = time.perf_counter(), self.draws + 1
+    def after_step(self, step: int, hist: dict):
+        if self.notebook and time.perf_counter() - self.last >= self.every: self.draw(hist)
+    def after_validate(self, step: int, hist: dict):
+        if self.notebook: return self.after_step(step, hist)
+        v = hist["val_loss"][-1]
+        if self.first_val is None: self.first_val = v
+        tqdm.write(text_curve_line(step, v, self.first_val))
+    def after_fit(self, step: int, hist: dict):
+        if self.notebook and hist["step"]: self.draw(hist)
