@@ -79,22 +79,32 @@ class Engine:
         self.W, self.G = views(self.p, cfg), views(self.g, cfg)
     def __enter__(self): return self
     def __exit__(self, *exc): return False
-    def step(self, batch, lr: float, step: int) -> float:
-        "Forward, loss, backward, clip and Adam on one `mint.data.Batch`; returns the loss (nats/token) as a float."
+    def grads(self, batch):
+        "Forward, loss and backward of one `mint.data.Batch`: the gradient into `self.g`; returns the mean loss (a float, or a device `(1,)` array)."
         v = self.ws.load_batch(batch)
         loss = loss_forward(self.W, self.cfg, v)
         backward(self.W, self.G, self.cfg, v)
-        return self.update(loss, lr, step)
-    def evaluate(self, batches, limit: int | None = None) -> float:
-        "Mean masked cross-entropy (nats/token) over `batches` (the first `limit`), weighted by counted tokens."
+        return loss
+    def step(self, batch, lr: float, step: int) -> float:
+        "Forward, loss, backward, clip and Adam on one `mint.data.Batch`; returns the loss (nats/token) as a float."
+        return self.update(self.grads(batch), lr, step)
+    def loss_sum(self, batches) -> tuple[float, float]:
+        "`(Σ loss·count, Σ count)` over `batches`, count = the batch's counted tokens (`loss_mask.sum()`); batches without any are skipped."
         tot, n = None, 0.0
-        for b in itertools.islice(batches, limit):
+        for b in batches:
             c = float(np.asarray(b.loss_mask).sum())
             if c == 0: continue
             tot = self.accumulate(tot, loss_forward(self.W, self.cfg, self.ws.load_batch(b)), c)
             n += c
+        return (self.total(tot) if tot is not None else 0.0), n
+    def evaluate(self, batches, limit: int | None = None) -> float:
+        "Mean masked cross-entropy (nats/token) over `batches` (the first `limit`), weighted by counted tokens."
+        tot, n = self.loss_sum(itertools.islice(batches, limit))
         if n == 0: raise ValueError("validation set has no tokens to score (loss_mask is all zero)")
-        return self.total(tot) / n
+        return tot / n
+    def agree(self, stop: bool) -> bool:
+        "Whether to stop now. One process decides alone; under data parallelism (`mint.distributed`) every rank must stop at the same step, so the ranks vote."
+        return stop
     def finish(self, hist: dict): pass
 
 class CpuEngine(Engine):
@@ -156,7 +166,7 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                     _warn_if_too_slow(tcfg, step, time.perf_counter() - t0, tokens)
                 bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.1e}", tok_s=f"{tokens / (time.perf_counter() - t0):,.0f}",
                                 val=f"{last_val:.3f}", refresh=False)
-                if tcfg.time_limit and time.perf_counter() - t0 > tcfg.time_limit:
+                if tcfg.time_limit and engine.agree(time.perf_counter() - t0 > tcfg.time_limit):
                     stopped = f"time limit ({tcfg.time_limit:.0f} s) reached at step {step}"; break
         except KeyboardInterrupt:
             stopped = f"interrupted at step {step}"; step -= 1
