@@ -54,19 +54,35 @@ def check_out_dir(out_dir, overwrite: bool = False):
 
 def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: TrainConfig | None = None,
                  out_dir="runs/peoples_daily", init=None, max_samples: int | None = None, device: str = "auto",
-                 root="data", val_frac: float = 0.05, progress: bool = True, log=print, overwrite: bool = False) -> dict:
-    "Train on a corpus end to end (load, split, vocab, model, train, report); returns the report dict. See `mint train --help`."
+                 root="data", val_frac: float = 0.05, progress: bool = True, log=print, overwrite: bool = False,
+                 ranks: int = 1, grad_accum: int = 1) -> dict:
+    "Train on a corpus end to end (load, split, vocab, model, train, report); returns the report dict. `ranks` > 1: data parallel in that many processes (`mint.distributed`); `grad_accum` micro-batches per step. See `mint train --help`."
     from mint import data as D
+    from mint import distributed as dist
     from mint.checkpoint import load_checkpoint
     tcfg = tcfg or TrainConfig()
     t_start = time.perf_counter()
     # everything that can be checked without the corpus is checked first: a mistake costs seconds, not a corpus load
     dev = get_device(device)
-    if out_dir is not None: check_out_dir(out_dir, overwrite)
+    env = dist.rank_env()                                 # set by a launcher (`--gpus N`, torchrun): this process is one rank
+    if env is not None and ranks > 1 and ranks != env.world_size:
+        raise ValueError(f"--gpus {ranks}, but the launcher started WORLD_SIZE={env.world_size} ranks: leave --gpus out under a launcher")
+    ranks = env.world_size if env is not None else ranks
+    micro = dist.micro_batch_size(tcfg.batch_size, ranks, grad_accum)
+    if out_dir is not None and (env is None or env.rank == 0): check_out_dir(out_dir, overwrite)
     ck = load_checkpoint(init) if init else None
     if ck is not None and preset_name and preset(preset_name, ck.config.vocab_size) != ck.config:
         raise ValueError(f"--init {init}: checkpoint has config {ck.config}, not preset '{preset_name}' — drop --preset or pick the matching one")
     if ck is None: preset(preset_name)                    # an unknown preset name fails here
+    if env is None and ranks > 1:                         # start the ranks; each one runs this function
+        log(f"data parallel: {ranks} {'GPUs (NCCL)' if dev == 'cuda' else 'CPU processes (gloo)'}, global batch "
+            f"{tcfg.batch_size} = {ranks} ranks × {grad_accum} micro-batch(es) × {micro} rows")
+        return dist.launch(train_corpus, dict(data=data, preset_name=preset_name, tcfg=tcfg, out_dir=out_dir, init=init,
+                                              max_samples=max_samples, device=dev, root=root, val_frac=val_frac,
+                                              progress=progress, overwrite=overwrite, grad_accum=grad_accum), ranks, dev)
+    if env is not None:
+        if dev == "cuda": dist.use_gpu(env.local_rank)
+        if env.rank > 0: log, progress = (lambda *a, **k: None), False      # rank 0 speaks for the run
     kind, samples, source, summary = load_samples(data, root, max_samples)
     log(f"data: {summary}")
     try: train_s, val_s = D.split_tail(samples, val_frac)
@@ -95,7 +111,10 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
         val = list(D.chat_eval_batches(val_s, vocab, tcfg.batch_size, T, pack=True))
     log(f"model: {n_params(cfg):,} parameters {cfg}; vocab {len(vocab):,} chars")
     meta = dict(data=source, kind=kind, preset=preset_name, init=str(init) if init else None)
-    if dev == "cuda":
+    if ranks > 1 or grad_accum > 1:
+        res = dist.train_parallel(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, device=dev, env=env,
+                                  grad_accum=grad_accum)
+    elif dev == "cuda":
         from mint.gpu_train import train_gpu
         res = train_gpu(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress)
     else:
@@ -107,6 +126,9 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
                tokens_per_s=res.tokens_per_s, train_seconds=res.seconds, total_seconds=time.perf_counter() - t_start,
                checkpoint=str(res.checkpoint) if res.checkpoint else None, n_params=n_params(cfg), vocab_size=len(vocab))
     if kind == "lm": rep["unigram_entropy"] = D.unigram_entropy(va)
+    if ranks > 1 or grad_accum > 1:
+        ms = h.get("allreduce_ms", [])[1:]                # step 1 includes the communicator's first connection
+        rep.update(ranks=ranks, grad_accum=grad_accum, allreduce_ms=float(np.mean(ms)) if ms else None)
     log(format_report(rep))
     return rep
 
@@ -116,5 +138,8 @@ def format_report(rep: dict) -> str:
          f"validation loss {rep['val_loss']:.3f} nats/char (perplexity {rep['perplexity']:.1f}) at step {rep['best_step']}, "
          f"the best checkpoint; {rep['last_val_loss']:.3f} at the end"]
     if "unigram_entropy" in rep: s.append(f"unigram entropy of the same validation text: {rep['unigram_entropy']:.3f} nats/char")
+    if rep.get("ranks", 1) > 1 or rep.get("grad_accum", 1) > 1:
+        ar = f"; all-reduce {rep['allreduce_ms']:.2f} ms per step" if rep.get("allreduce_ms") is not None else ""
+        s.append(f"data parallel: {rep['ranks']} rank(s) × {rep['grad_accum']} micro-batch(es) per step{ar}")
     s.append(f"best checkpoint: {rep['checkpoint']}")
     return "\n".join(s)
