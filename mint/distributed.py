@@ -4,8 +4,8 @@
 
 # %% ../nbs/21_distributed.ipynb #42e33d15
 from __future__ import annotations
-import ctypes, dataclasses, datetime, importlib.util, itertools, math, os, pickle, re, shutil, socket, subprocess, sys
-import tempfile, threading, time, traceback
+import ctypes, dataclasses, datetime, importlib.util, itertools, math, os, pickle, re, shutil, signal, socket, subprocess
+import sys, tempfile, threading, time, traceback
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
@@ -119,8 +119,13 @@ class Collective:
         return np.array(values, np.float64)
     def close(self):
         "Free the library's resources (every rank calls it at the end)."
+    def abort(self):
+        "Free them without waiting for the other ranks (after an error: a peer may never come)."
     def __enter__(self): return self
-    def __exit__(self, *exc): self.close(); return False
+    def __exit__(self, exc_type, *exc):
+        if exc_type is None: self.close()
+        else: self.abort()
+        return False
     def __repr__(self): return f"{type(self).__name__}(rank {self.rank} of {self.world_size})"
 
 # %% ../nbs/21_distributed.ipynb #4fb15bfe
@@ -201,6 +206,7 @@ class GlooCollective(Collective):
         self._run("all-reduce", lambda: self.pg.allreduce([self._tensor(a)]).wait())
         return a
     def close(self): self.pg = self.store = None
+    abort = close
 
 # %% ../nbs/21_distributed.ipynb #17c2de02
 def free_port() -> int:
@@ -367,6 +373,8 @@ class NcclCollective(Collective):
         return a
     def close(self):
         if self.comm is not None: self.lib.destroy(self.comm); self.comm = None
+    def abort(self):
+        if self.comm is not None: self.lib.abort(self.comm); self.comm = None
 
 def open_collective(device: str, env: RankEnv | None = None, timeout: float | None = None) -> Collective:
     "The collective of this rank: none for one process, NCCL on 'cuda', gloo on 'cpu'."
@@ -429,15 +437,16 @@ def train_parallel(params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, trai
                    out_dir=None, meta: dict | None = None, progress: bool = True, *, device: str = "cpu",
                    env: RankEnv | None = None, grad_accum: int = 1, coll: Collective | None = None) -> TrainResult:
     "`mint.train.train` (device 'cpu') or `train_gpu` ('cuda') as rank `env.rank` of `env.world_size`, with `grad_accum` micro-batches per step; `tcfg.batch_size` is the global batch. Only rank 0 writes (`out_dir`) and shows progress. `coll` defaults to `open_collective(device, env)`, closed at the end."
-    own = coll is None
-    coll = coll if coll is not None else open_collective(device, env)
-    try:
-        engine = (ParallelGpuEngine if device == "cuda" else ParallelCpuEngine)(params, cfg, tcfg, coll, grad_accum)
-        first = coll.rank == 0
-        return run_training(engine, cfg, tcfg, train_batches, val_batches, vocab, out_dir if first else None, meta,
-                            progress and first)
-    finally:
-        if own: coll.close()
+    if coll is not None: return _train_parallel(params, cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta,
+                                                progress, device, coll, grad_accum)
+    with open_collective(device, env) as coll:          # closed at the end; aborted after an error (peers may be gone)
+        return _train_parallel(params, cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, progress, device,
+                               coll, grad_accum)
+
+def _train_parallel(params, cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, progress, device, coll, grad_accum):
+    engine = (ParallelGpuEngine if device == "cuda" else ParallelCpuEngine)(params, cfg, tcfg, coll, grad_accum)
+    first = coll.rank == 0
+    return run_training(engine, cfg, tcfg, train_batches, val_batches, vocab, out_dir if first else None, meta, progress and first)
 
 # %% ../nbs/21_distributed.ipynb #57537173
 PEER_EXIT = 75            # exit code of a rank that stopped because a collective failed (another rank is the cause)
@@ -461,8 +470,8 @@ def _forward(pipe, stream):
     for chunk in iter(lambda: os.read(pipe.fileno(), 4096), b""):
         stream.write(chunk.decode(errors="replace")); stream.flush()
 
-def launch(fn, kwargs: dict | None = None, nprocs: int = 2, device: str = "cpu", grace: float = 5.0):
-    "Run `fn(**kwargs)` in `nprocs` new processes, one per rank (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT set; rank r on GPU r); return rank 0's return value. A rank that fails stops the others and raises `RankFailed` naming it."
+def launch(fn, kwargs: dict | None = None, nprocs: int = 2, device: str = "cpu", grace: float = 10.0):
+    "Run `fn(**kwargs)` in `nprocs` new processes, one per rank (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT set; rank r on GPU r); return rank 0's return value. A rank that fails stops the others and raises `RankFailed` naming it; Ctrl-C or SIGTERM gives the ranks `grace` seconds to stop, then ends them."
     if getattr(fn, "__module__", "__main__") in ("__main__", None) or "<locals>" in getattr(fn, "__qualname__", ""):
         raise ValueError(f"launch: {getattr(fn, '__name__', fn)!r} must be a function of an importable module (not one defined in a script or notebook)")
     if not (isinstance(nprocs, int) and nprocs >= 1): raise ValueError(f"launch: nprocs must be a positive integer, got {nprocs!r}")
@@ -480,6 +489,12 @@ def launch(fn, kwargs: dict | None = None, nprocs: int = 2, device: str = "cpu",
     cmd = [sys.executable, "-c", "import sys; from mint.distributed import run_rank; sys.exit(run_rank(sys.argv[1], sys.argv[2]))",
            str(spec), str(result)]
     procs, pumps = [], []
+    main_thread = threading.current_thread() is threading.main_thread()
+    def on_term(signum, frame):
+        for p in procs:
+            if p.poll() is None: p.terminate()     # passed on: each rank stops as it would on SIGTERM
+        raise KeyboardInterrupt
+    old_term = signal.signal(signal.SIGTERM, on_term) if main_thread else None
     try:
         for r in range(nprocs):
             out = (None if inherit else subprocess.PIPE) if r == 0 else subprocess.DEVNULL
@@ -494,10 +509,15 @@ def launch(fn, kwargs: dict | None = None, nprocs: int = 2, device: str = "cpu",
         if failed: raise RankFailed(failed)
         if not result.exists(): raise RankFailed("rank 0 ended without a result")
         return pickle.loads(result.read_bytes())
-    except KeyboardInterrupt:
-        _stop(procs, grace); raise
+    except KeyboardInterrupt:                       # the ranks got Ctrl-C too (same process group), or SIGTERM from on_term
+        end = time.monotonic() + grace
+        for p in procs:
+            try: p.wait(max(0.0, end - time.monotonic()))
+            except subprocess.TimeoutExpired: pass
+        raise
     finally:
-        _stop(procs, grace)
+        _stop(procs, 2.0)
+        if main_thread: signal.signal(signal.SIGTERM, old_term if old_term is not None else signal.SIG_DFL)
         shutil.rmtree(tmp, ignore_errors=True)
 
 def _watch(procs, settle: float = 2.0) -> str | None:
