@@ -278,6 +278,8 @@ class _Nccl4py:
     name = "nccl4py"
     def __init__(self):
         import nccl.core as nc
+        if getattr(nc.get_version(), "libnccl", True) is None:            # no libnccl: fall back to cupy
+            raise ImportError("nccl4py found no libnccl.so.2 (pip install nvidia-nccl-cu12 or -cu13)")
         self.nc = nc
     def unique_id(self) -> bytes: return bytes(self.nc.get_unique_id().as_bytes)
     def init(self, world_size, rank, uid: bytes, device: int):
@@ -324,7 +326,7 @@ def nccl_binding(name: str | None = None):
     why = []
     for n in ([name] if name else list(NCCL_BINDINGS)):
         try: return NCCL_BINDINGS[n]()
-        except ImportError as e: why.append(f"{n}: {_first_line(e)}")
+        except Exception as e: why.append(f"{n}: {_first_line(e)}")          # not installed, or no libnccl
     raise RuntimeError("data parallelism on GPUs needs NCCL through nccl4py or cupy, and neither works here ("
                        + "; ".join(why) + "): pip install nccl4py==0.6.0 nvidia-nccl-cu12 (CUDA 12) or nvidia-nccl-cu13 (CUDA 13)")
 

@@ -181,6 +181,14 @@ def test_a_hanging_rank_is_stopped_after_the_others_timeout(helpers):
     assert time.perf_counter() - t0 < 60                                # rank 1 sleeps 600 s: it was stopped
 
 
+def test_no_nccl_is_a_clear_error(monkeypatch):
+    for m in ("nccl", "nccl.core", "cupy", "cupy.cuda"): monkeypatch.setitem(sys.modules, m, None)
+    with pytest.raises(RuntimeError, match=r"neither works here .*pip install nccl4py==0\.6\.0"):
+        dist.nccl_binding()
+    with pytest.raises(ValueError, match="MINT_NCCL must be one of"):
+        dist.nccl_binding("mpi")
+
+
 def test_launch_refuses_functions_ranks_cannot_import():
     with pytest.raises(ValueError, match="importable module"):
         dist.launch(lambda: 0, {}, 2)
