@@ -55,6 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", default=None, help="run folder for checkpoints (default: RUNS/peoples_daily or RUNS/<data>; RUNS = $MINT_HOME/runs, else runs/ of the Mint clone you are in, else ~/.mint/runs)")
     t.add_argument("--resume", default=None, metavar="RUN", help="continue the run in folder RUN where it stopped (its data and settings; --steps, --time-limit, --eval-every, --device may change)")
     t.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto (default) uses a real GPU if present")
+    par = t.add_mutually_exclusive_group()
+    par.add_argument("--gpus", type=_positive(int), default=None, help="data parallel on N GPUs of this host, one process each (NCCL); --batch-size stays the global batch")
+    par.add_argument("--ranks", type=_positive(int), default=None, help="data parallel in N processes on any device; with --device cpu they use gloo (needs torch) — to test the machinery, not for speed")
+    t.add_argument("--grad-accum", type=_positive(int), default=1, help="micro-batches per step on each rank (gradient accumulation): a global batch larger than fits at once (default 1)")
     t.add_argument("--time-limit", type=float, default=9.0, help="stop training after this many minutes, keeping the best checkpoint (default 9; 0 = none; counts anew on --resume)")
     t.add_argument("--seed", type=int, default=D.seed, help=f"random seed (default {D.seed})")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -137,11 +141,14 @@ def cmd_train(a):
         return _outcome(resume_corpus(a.resume, device=a.device, progress=not a.no_progress, time_limit=time_limit, **changes))
     if a.init and a.preset is None: preset_name = None
     else: preset_name = a.preset or "tiny"
+    if a.gpus and a.device == "cpu": raise ValueError("--gpus with --device cpu: use --ranks N for CPU processes")
+    device = "cuda" if a.gpus else a.device
     tcfg = TrainConfig(steps=a.steps, batch_size=a.batch_size, seq_len=a.seq_len, lr=a.lr, warmup=a.warmup,
                        weight_decay=a.weight_decay, max_grad_norm=a.clip, eval_every=a.eval_every, seed=a.seed,
                        time_limit=time_limit, finetune=bool(a.init))
-    return _outcome(train_corpus(a.data, preset_name, tcfg, a.out, init=a.init, max_samples=a.max_samples, device=a.device,
-                                 root=a.root, progress=not a.no_progress, overwrite=a.overwrite))
+    return _outcome(train_corpus(a.data, preset_name, tcfg, a.out, init=a.init, max_samples=a.max_samples, device=device,
+                                 root=a.root, progress=not a.no_progress, overwrite=a.overwrite,
+                                 ranks=a.gpus or a.ranks or 1, grad_accum=a.grad_accum))
 
 def cmd_generate(a):
     import warnings

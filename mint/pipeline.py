@@ -5,7 +5,7 @@
 # %% ../nbs/18_pipeline.ipynb #55214abc
 from __future__ import annotations
 from collections import Counter
-import math, time, sys, json, hashlib, dataclasses
+import math, time, sys, json, hashlib, dataclasses, contextlib
 from dataclasses import asdict
 from pathlib import Path
 import numpy as np
@@ -81,17 +81,35 @@ def safe_exp(x: float) -> float:
 def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: TrainConfig | None = None,
                  out_dir=None, init=None, max_samples: int | None = None, device: str = "auto",
                  root="data", val_frac: float = 0.05, progress: bool = True, log=print, overwrite: bool = False,
-                 control=None, on_end=(), callbacks=()) -> dict:
-    "Train on a corpus end to end (load, split, vocab, model, train, report) into `out_dir` (default `default_run_dir(data)`); returns the report dict (with `exit_code`). See `mint train --help`."
+                 control=None, on_end=(), callbacks=(), ranks: int = 1, grad_accum: int = 1) -> dict:
+    "Train on a corpus end to end (load, split, vocab, model, train, report) into `out_dir` (default `default_run_dir(data)`); returns the report dict (with `exit_code`). `ranks` > 1: data parallel in that many processes (`mint.distributed`); `grad_accum` micro-batches per step. See `mint train --help`."
+    from mint import distributed as dist
     from mint.checkpoint import load_checkpoint, RunLock, STATE_NAME
     tcfg = tcfg or TrainConfig()
     t_start = time.perf_counter()
     # everything that can be checked without the corpus is checked first: a mistake costs seconds, not a corpus load
     dev = get_device(device)
     out_dir = Path(out_dir) if out_dir is not None else default_run_dir(data)
-    with RunLock(out_dir, log=_note):                # created, writable and ours, or a one-line error now
+    env = dist.rank_env()                                 # set by a launcher (`--gpus N`, torchrun): this process is one rank
+    if env is not None and ranks > 1 and ranks != env.world_size:
+        raise ValueError(f"--gpus {ranks}, but the launcher started WORLD_SIZE={env.world_size} ranks: leave --gpus out under a launcher")
+    ranks = env.world_size if env is not None else ranks
+    micro = dist.micro_batch_size(tcfg.batch_size, ranks, grad_accum)
+    if env is None and ranks > 1:                         # start the ranks; each one runs this function (rank 0 locks)
         check_out_dir(out_dir, overwrite)
-        if overwrite and (out_dir / STATE_NAME).exists(): (out_dir / STATE_NAME).unlink()   # never resume the old run
+        log(f"data parallel: {ranks} {'GPUs (NCCL)' if dev == 'cuda' else 'CPU processes (gloo)'}, global batch "
+            f"{tcfg.batch_size} = {ranks} ranks × {grad_accum} micro-batch(es) × {micro} rows")
+        return dist.launch(train_corpus, dict(data=data, preset_name=preset_name, tcfg=tcfg, out_dir=out_dir, init=init,
+                                              max_samples=max_samples, device=dev, root=root, val_frac=val_frac,
+                                              progress=progress, overwrite=overwrite, grad_accum=grad_accum), ranks, dev)
+    first = env is None or env.rank == 0                  # the rank that writes, logs and holds the folder's lock
+    if env is not None:
+        if dev == "cuda": dist.use_gpu(env.local_rank)
+        if not first: log, progress, on_end, callbacks = (lambda *a, **k: None), False, (), ()
+    with RunLock(out_dir, log=_note) if first else contextlib.nullcontext():   # created, writable and ours, or one line now
+        if first:
+            check_out_dir(out_dir, overwrite)
+            if overwrite and (out_dir / STATE_NAME).exists(): (out_dir / STATE_NAME).unlink()   # never resume the old run
         ck = load_checkpoint(init) if init else None
         if ck is not None and preset_name and preset(preset_name, ck.config.vocab_size) != ck.config:
             raise ValueError(f"--init {init}: checkpoint has config {ck.config}, not preset '{preset_name}' — drop --preset or pick the matching one")
@@ -99,7 +117,8 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
         exists = lambda x: x is not None and Path(x).exists()
         spec = dict(data=str(Path(data).resolve()) if exists(data) else data, root=str(Path(root).resolve()),
                     max_samples=max_samples, val_frac=val_frac, preset=preset_name, init=str(init) if init else None)
-        return _train_run(spec, tcfg, out_dir, dev, progress, log, control, on_end, t_start, ck=ck, callbacks=callbacks)
+        return _train_run(spec, tcfg, out_dir, dev, progress, log, control, on_end, t_start, ck=ck, callbacks=callbacks,
+                          env=env, grad_accum=grad_accum)
 
 RESUMABLE_CHANGES = ("steps", "time_limit", "eval_every", "eval_batches")
 
@@ -129,7 +148,7 @@ def resume_corpus(run, device: str = "auto", progress: bool = True, log=print, c
 def _note(s): print(s, file=sys.stderr)
 
 def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress, log, control, on_end, t_start, callbacks=(),
-               ck=None, state=None) -> dict:
+               ck=None, state=None, env=None, grad_accum: int = 1) -> dict:
     "The part of `train_corpus` and `resume_corpus` after the checks: data, vocabulary, model, training, report."
     from mint import data as D
     kind, samples, source, summary = load_samples(spec["data"], spec["root"], spec["max_samples"])
@@ -171,7 +190,12 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
     meta = state.meta if state is not None else dict(data=source, kind=kind, preset=spec["preset"], init=spec["init"],
                                                      data_sha256=fp, run=spec)
     kw = dict(control=control, resume=state, on_end=on_end, callbacks=callbacks)
-    if dev == "cuda":
+    ranks = env.world_size if env is not None else 1
+    if ranks > 1 or grad_accum > 1:
+        from mint import distributed as dist
+        res = dist.train_parallel(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, device=dev, env=env,
+                                  grad_accum=grad_accum, **kw)
+    elif dev == "cuda":
         from mint.gpu_train import train_gpu
         res = train_gpu(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, **kw)
     else:
@@ -185,8 +209,11 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
                data=summary, train_samples=len(train_s), val_samples=len(val_s), kind=kind, preset=spec["preset"],
                config=cfg.to_dict(), train_config={**asdict(tcfg), "base_lr": tcfg.base_lr, "warmup_steps": tcfg.warmup_steps})
     if kind == "lm": rep["unigram_entropy"] = D.unigram_entropy(va)
+    if ranks > 1 or grad_accum > 1:
+        ms = res.history.get("allreduce_ms", [])[1:]      # step 1 includes the communicator's first connection
+        rep.update(ranks=ranks, grad_accum=grad_accum, allreduce_ms=float(np.mean(ms)) if ms else None)
     log(format_report(rep))
-    if out_dir is not None:        # the one place a run ends: after the last step, a stop or a non-finite loss alike
+    if out_dir is not None and (env is None or env.rank == 0):   # the one place a run ends (rank 0 writes the report)
         from mint.report import write_report
         rep["report"] = str(write_report(out_dir, rep))
         log(f"report: {rep['report']}")
@@ -202,6 +229,9 @@ def format_report(rep: dict) -> str:
         s.append(f"validation loss {rep['val_loss']:.3f} nats/char (perplexity {rep['perplexity']:.1f}) at step {rep['best_step']}, "
                  f"the best checkpoint; {rep['last_val_loss']:.3f} at the end")
     if "unigram_entropy" in rep: s.append(f"unigram entropy of the same validation text: {rep['unigram_entropy']:.3f} nats/char")
+    if rep.get("ranks", 1) > 1 or rep.get("grad_accum", 1) > 1:
+        ar = f"; all-reduce {rep['allreduce_ms']:.2f} ms per step" if rep.get("allreduce_ms") is not None else ""
+        s.append(f"data parallel: {rep['ranks']} rank(s) × {rep['grad_accum']} micro-batch(es) per step{ar}")
     s.append(f"best checkpoint: {rep['checkpoint'] or 'none saved'}")
     s += [f"problem: {p}" for p in rep.get("problems", [])]
     return "\n".join(s)

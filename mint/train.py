@@ -120,22 +120,32 @@ class Engine:
         self.W, self.G = views(self.p, cfg), views(self.g, cfg)
     def __enter__(self): return self
     def __exit__(self, *exc): return False
-    def step(self, batch, lr: float, step: int) -> float:
-        "Forward, loss, backward, clip and Adam on one `mint.data.Batch`; returns the loss (nats/token) as a float."
+    def grads(self, batch):
+        "Forward, loss and backward of one `mint.data.Batch`: the gradient into `self.g`; returns the mean loss (a float, or a device `(1,)` array)."
         v = self.ws.load_batch(batch)
         loss = loss_forward(self.W, self.cfg, v)
         backward(self.W, self.G, self.cfg, v)
-        return self.update(loss, lr, step)
-    def evaluate(self, batches, limit: int | None = None) -> float:
-        "Mean masked cross-entropy (nats/token) over `batches` (the first `limit`), weighted by counted tokens."
+        return loss
+    def step(self, batch, lr: float, step: int) -> float:
+        "Forward, loss, backward, clip and Adam on one `mint.data.Batch`; returns the loss (nats/token) as a float."
+        return self.update(self.grads(batch), lr, step)
+    def loss_sum(self, batches) -> tuple[float, float]:
+        "`(Σ loss·count, Σ count)` over `batches`, count = the batch's counted tokens (`loss_mask.sum()`); batches without any are skipped."
         tot, n = None, 0.0
-        for b in itertools.islice(batches, limit):
+        for b in batches:
             c = float(np.asarray(b.loss_mask).sum())
             if c == 0: continue
             tot = self.accumulate(tot, loss_forward(self.W, self.cfg, self.ws.load_batch(b)), c)
             n += c
+        return (self.total(tot) if tot is not None else 0.0), n
+    def evaluate(self, batches, limit: int | None = None) -> float:
+        "Mean masked cross-entropy (nats/token) over `batches` (the first `limit`), weighted by counted tokens."
+        tot, n = self.loss_sum(itertools.islice(batches, limit))
         if n == 0: raise ValueError("validation set has no tokens to score (loss_mask is all zero)")
-        return self.total(tot) / n
+        return tot / n
+    def agree(self, stop: bool) -> bool:
+        "Whether to stop now. One process decides alone; under data parallelism (`mint.distributed`) every rank must stop at the same step, so the ranks vote."
+        return stop
     def state(self) -> dict:
         "The training state as host float32 copies: `params`, `adam_m`, `adam_v` (flat, n_params each)."
         return {k: np.array(self.to_host(b), np.float32) for k, b in zip(STATE_KEYS, (self.p, self.m, self.v))}
@@ -400,8 +410,9 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
             if tty: note("(s + Enter saves a checkpoint now; Ctrl-C stops after saving)")
             try:
                 while step < tcfg.steps:
-                    if control.stop_reason:
-                        reason, stopped = control.stop_reason, f"{control.stop_reason} at step {step}"
+                    if engine.agree(control.stop_reason is not None):          # data parallel: every rank stops at one step
+                        reason = control.stop_reason or "interrupted"
+                        stopped = f"{reason} at step {step}"
                         note(f"{reason}: stopping after step {step}; validating and saving (again to stop at once)"); break
                     batch = next(train_batches, None)
                     if batch is None: reason, stopped = "data_exhausted", f"training data exhausted after step {step}"; break
@@ -419,7 +430,7 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                     if tcfg.time_limit and step - start == min(20, tcfg.steps - start):
                         _warn_if_too_slow(tcfg, step - start, tcfg.steps - start, time.perf_counter() - t0, tokens, note)
                     bar.set_postfix(bar_postfix(loss, lr, tokens / (time.perf_counter() - t0), last_val), refresh=False)
-                    if tcfg.time_limit and time.perf_counter() - t0 > tcfg.time_limit:
+                    if tcfg.time_limit and engine.agree(time.perf_counter() - t0 > tcfg.time_limit):
                         reason, stopped = "time_limit", f"time limit ({tcfg.time_limit:.0f} s) reached at step {step}"; break
                 # 3. the end: a last validation (which saves the best checkpoint and the state), unless diverged
                 if reason != "diverged" and step > 0 and validated_at != step: validate(None)
