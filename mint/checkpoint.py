@@ -12,6 +12,7 @@ from safetensors import safe_open, SafetensorError
 from safetensors.numpy import save_file
 from .core import ModelConfig
 from .vocab import Vocab
+from .tokenizer import tokenizer_from_dict
 from .model import views, n_params, param_specs
 
 # %% auto #0
@@ -63,7 +64,7 @@ def save_checkpoint(path, params: np.ndarray, cfg: ModelConfig, vocab: Vocab, me
 # %% ../nbs/13_checkpoint.ipynb #683b7c66
 @dataclass
 class Checkpoint:
-    "A loaded checkpoint: flat float32 `params`, its `config`, `vocab`, `meta` and `path`."
+    "A loaded checkpoint: flat float32 `params`, its `config`, `vocab` (a `Vocab` or a `mint.tokenizer.BPETokenizer`), `meta` and `path`."
     params: np.ndarray
     config: ModelConfig
     vocab: Vocab
@@ -86,7 +87,7 @@ def load_checkpoint(path) -> Checkpoint:
     if not path.exists(): raise CheckpointError(f"{path}: checkpoint not found")
     info = _read_json(sidecar_path(path), "JSON sidecar")
     try:
-        cfg = ModelConfig.from_dict(info["config"]); vocab = Vocab.from_dict(info["vocab"])
+        cfg = ModelConfig.from_dict(info["config"]); vocab = tokenizer_from_dict(info["vocab"])   # a Vocab or a BPETokenizer
     except (KeyError, TypeError, ValueError) as e:
         raise CheckpointError(f"{sidecar_path(path)}: bad config/vocab in sidecar ({type(e).__name__}: {e})")
     try:

@@ -7,13 +7,14 @@ from __future__ import annotations
 import math, time
 from pathlib import Path
 import numpy as np
-from .core import preset, get_device
+from .core import preset, get_device, ARCHS
 from .vocab import Vocab
+from .tokenizer import build_tokenizer, encode_corpus, tokenizer_kind, TOKENIZER_KINDS
 from .model import init_params, n_params
 from .train import TrainConfig, train
 
 # %% auto #0
-__all__ = ['load_samples', 'check_out_dir', 'train_corpus', 'format_report']
+__all__ = ['load_samples', 'check_out_dir', 'train_corpus', 'format_report', 'check_tokenizer_options']
 
 # %% ../nbs/18_pipeline.ipynb #43377d20
 def load_samples(data: str, root="data", max_samples: int | None = None) -> tuple[str, list, str, str]:
@@ -54,7 +55,8 @@ def check_out_dir(out_dir, overwrite: bool = False):
 
 def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: TrainConfig | None = None,
                  out_dir="runs/peoples_daily", init=None, max_samples: int | None = None, device: str = "auto",
-                 root="data", val_frac: float = 0.05, progress: bool = True, log=print, overwrite: bool = False) -> dict:
+                 root="data", val_frac: float = 0.05, progress: bool = True, log=print, overwrite: bool = False,
+                 arch: str | None = None, tokenizer: str = "char", vocab_size: int | None = None) -> dict:
     "Train on a corpus end to end (load, split, vocab, model, train, report); returns the report dict. See `mint train --help`."
     from mint import data as D
     from mint.checkpoint import load_checkpoint
@@ -64,9 +66,10 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
     dev = get_device(device)
     if out_dir is not None: check_out_dir(out_dir, overwrite)
     ck = load_checkpoint(init) if init else None
-    if ck is not None and preset_name and preset(preset_name, ck.config.vocab_size) != ck.config:
+    if ck is not None and preset_name and preset(preset_name, ck.config.vocab_size, **{k: getattr(ck.config, k) for k in ARCHS["report"]}) != ck.config:
         raise ValueError(f"--init {init}: checkpoint has config {ck.config}, not preset '{preset_name}' — drop --preset or pick the matching one")
-    if ck is None: preset(preset_name)                    # an unknown preset name fails here
+    check_tokenizer_options(ck, init, arch, tokenizer, vocab_size)
+    if ck is None: preset(preset_name, arch=arch or "report")   # an unknown preset or architecture fails here
     kind, samples, source, summary = load_samples(data, root, max_samples)
     log(f"data: {summary}")
     try: train_s, val_s = D.split_tail(samples, val_frac)
@@ -80,21 +83,21 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
         if not chars - new:
             raise ValueError(f"{source}: none of its characters are in the vocabulary of checkpoint {init}")
     else:
-        vocab = Vocab.build(_texts(kind, train_s))
-        cfg = preset(preset_name, len(vocab))
+        vocab = build_tokenizer(tokenizer, _texts(kind, train_s), vocab_size)
+        cfg = preset(preset_name, len(vocab), arch=arch or "report")
         params = init_params(cfg, tcfg.seed)
     T = tcfg.seq_len or cfg.max_seq_len
     if T > cfg.max_seq_len: raise ValueError(f"--seq-len {T} exceeds the model's max_seq_len {cfg.max_seq_len}")
     rng = np.random.default_rng(tcfg.seed)
     if kind == "lm":
-        tr, va = D.encode_corpus(train_s, vocab), D.encode_corpus(val_s, vocab)
+        tr, va = encode_corpus(train_s, vocab), encode_corpus(val_s, vocab)
         batches, val = D.lm_batches(tr, tcfg.batch_size, T, rng), list(D.lm_eval_batches(va, tcfg.batch_size, T))
     else:
         # short conversations are packed several to a row (block-causal attention, positions restart per sample)
         batches = D.chat_batches(train_s, vocab, tcfg.batch_size, T, rng, pack=True)
         val = list(D.chat_eval_batches(val_s, vocab, tcfg.batch_size, T, pack=True))
-    log(f"model: {n_params(cfg):,} parameters {cfg}; vocab {len(vocab):,} chars")
-    meta = dict(data=source, kind=kind, preset=preset_name, init=str(init) if init else None)
+    log(f"model: {n_params(cfg):,} parameters {cfg}; vocab {len(vocab):,} {'chars' if tokenizer_kind(vocab) == 'char' else 'BPE tokens'}")
+    meta = dict(data=source, kind=kind, preset=preset_name, init=str(init) if init else None, tokenizer=tokenizer_kind(vocab))
     if dev == "cuda":
         from mint.gpu_train import train_gpu
         res = train_gpu(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress)
@@ -107,6 +110,8 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
                tokens_per_s=res.tokens_per_s, train_seconds=res.seconds, total_seconds=time.perf_counter() - t_start,
                checkpoint=str(res.checkpoint) if res.checkpoint else None, n_params=n_params(cfg), vocab_size=len(vocab))
     if kind == "lm": rep["unigram_entropy"] = D.unigram_entropy(va)
+    if kind == "lm" and tokenizer_kind(vocab) != "char":     # loss per token -> per character, to compare tokenizers
+        rep["tokens_per_char"] = len(va) / (sum(len(t) for t in val_s if t) + sum(1 for t in val_s if t) - 1)
     log(format_report(rep))
     return rep
 
@@ -115,6 +120,20 @@ def format_report(rep: dict) -> str:
     s = [f"{rep['stopped']}: {rep['steps']} steps in {rep['train_seconds']:.0f} s ({rep['tokens_per_s']:,.0f} tokens/s on {rep['device']})",
          f"validation loss {rep['val_loss']:.3f} nats/char (perplexity {rep['perplexity']:.1f}) at step {rep['best_step']}, "
          f"the best checkpoint; {rep['last_val_loss']:.3f} at the end"]
-    if "unigram_entropy" in rep: s.append(f"unigram entropy of the same validation text: {rep['unigram_entropy']:.3f} nats/char")
+    if "tokens_per_char" in rep:
+        s[1] = s[1].replace("nats/char", "nats/token", 1)
+        s.append(f"= {rep['val_loss'] * rep['tokens_per_char']:.3f} nats/char ({rep['tokens_per_char']:.3f} BPE tokens per character)")
+    if "unigram_entropy" in rep: s.append(f"unigram entropy of the same validation text: {rep['unigram_entropy']:.3f} nats/{'token' if 'tokens_per_char' in rep else 'char'}")
     s.append(f"best checkpoint: {rep['checkpoint']}")
     return "\n".join(s)
+
+# %% ../nbs/18_pipeline.ipynb #5a4f00f0
+def check_tokenizer_options(ck, init, arch, tokenizer: str, vocab_size) -> None:
+    "ValueError naming the option: --arch/--tokenizer/--vocab-size given with --init, an unknown kind, or --vocab-size without BPE."
+    if arch is not None and arch not in ARCHS: raise ValueError(f"--arch must be one of {', '.join(ARCHS)}, got {arch!r}")
+    if tokenizer not in TOKENIZER_KINDS: raise ValueError(f"--tokenizer must be one of {', '.join(TOKENIZER_KINDS)}, got {tokenizer!r}")
+    if ck is not None:
+        given = [o for o, v in (("--arch", arch), ("--tokenizer", tokenizer != "char" or None), ("--vocab-size", vocab_size)) if v]
+        if given: raise ValueError(f"--init {init}: {', '.join(given)} cannot change a checkpoint's model; fine-tuning keeps them")
+    elif tokenizer == "bpe" and vocab_size is None: raise ValueError("--tokenizer bpe needs --vocab-size N (e.g. 8000)")
+    elif tokenizer == "char" and vocab_size is not None: raise ValueError("--vocab-size is for --tokenizer bpe")
