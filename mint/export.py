@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from .core import ModelConfig
 from .vocab import PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
-from .model import views
+from .model import views, logits_of
 from .rope import rope_freqs
 from .tokenizer import hf_tokenizer, hf_tokenizer_config, gguf_tokenizer, tokenizer_kind
 from .generate import NEVER_SAMPLED
