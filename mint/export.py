@@ -204,6 +204,7 @@ def export_gguf(params: np.ndarray, cfg: ModelConfig, tok, path, dtype: str = "f
         w.add_bos_token_id(t["bos"]); w.add_eos_token_id(t["eos"]); w.add_unk_token_id(t["unk"]); w.add_pad_token_id(t["pad"])
         w.add_add_bos_token(False); w.add_add_eos_token(False)
         if t["model"] == "t5": w.add_add_space_prefix(False); w.add_remove_extra_whitespaces(False)
+        if t["charsmap"] is not None: w.add_precompiled_charsmap(t["charsmap"])
         for k, a in tensors.items():
             base, _, suffix = k.rpartition(".")
             gname = tmap.get_name(base)

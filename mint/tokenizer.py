@@ -11,7 +11,8 @@ from .vocab import Vocab, SPECIAL_TOKENS, PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
 # %% auto #0
 __all__ = ['TOKENIZER_KINDS', 'GGUF_NORMAL', 'GGUF_UNKNOWN', 'GGUF_CONTROL', 'BPETokenizer', 'tokenizer_kind',
            'tokenizer_from_dict', 'build_tokenizer', 'encode_corpus', 'TextStream', 'hf_tokenizer',
-           'hf_tokenizer_config', 'gguf_tokenizer']
+           'hf_tokenizer_config', 'unknown_prefixes', 'double_array', 'precompiled_charsmap', 'charsmap_normalize',
+           'gguf_tokenizer']
 
 # %% ../nbs/01a_tokenizer.ipynb #2fa0fc70
 class BPETokenizer:
@@ -164,22 +165,124 @@ def hf_tokenizer_config(tok, max_seq_len: int) -> dict:
             "split_special_tokens": True, "clean_up_tokenization_spaces": False, "add_bos_token": False, "add_eos_token": False}
 
 # %% ../nbs/01a_tokenizer.ipynb #f2939d57
+import struct, bisect, functools
+
+def _utf8_len(lead: int) -> int:
+    return 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+
+@functools.lru_cache(maxsize=None)
+def _span(prefix: bytes, n: int):
+    "(lo, hi) code points of the valid n-byte UTF-8 characters that start with `prefix`, or None if there is none."
+    if len(prefix) == n:
+        try: c = ord(prefix.decode()); return None if 0xD800 <= c < 0xE000 else (c, c)
+        except UnicodeDecodeError: return None
+    lo = next((s[0] for c in range(0x80, 0xC0) if (s := _span(prefix + bytes([c]), n))), None)
+    hi = next((s[1] for c in range(0xBF, 0x7F, -1) if (s := _span(prefix + bytes([c]), n))), None)
+    return None if lo is None else (lo, hi)
+
+def unknown_prefixes(known) -> list[bytes]:
+    "The shortest UTF-8 byte prefixes that together cover exactly the code points not in `known` (NUL and surrogates left out)."
+    cps = sorted(ord(c) for c in known)
+    def n_known(lo, hi): return bisect.bisect_right(cps, hi) - bisect.bisect_left(cps, lo)
+    out = []
+    def walk(prefix, n):
+        lo, hi = _span(prefix, n)
+        if n_known(lo, hi) == 0: out.append(prefix); return
+        if len(prefix) == n: return
+        for c in range(0x80, 0xC0):
+            if _span(prefix + bytes([c]), n): walk(prefix + bytes([c]), n)
+    for lead in list(range(0x01, 0x80)) + list(range(0xC2, 0xF5)):
+        if _span(bytes([lead]), _utf8_len(lead)): walk(bytes([lead]), _utf8_len(lead))
+    return out
+
+def double_array(keys: dict) -> np.ndarray:
+    "A darts-clone double array (XOR addressing, the layout SentencePiece's precompiled charsmap uses) of `keys` (bytes -> value)."
+    root = {}
+    for k, v in keys.items():
+        node = root
+        for b in k: node = node.setdefault(b, {})
+        node[None] = v
+    size = 1 << 12
+    units, used, bases = np.zeros(size, np.int64), np.zeros(size, bool), set()
+    used[0] = True
+    todo, free = [(root, 0)], 1
+    while todo:
+        node, idx = todo.pop()
+        labels = sorted(k for k in node if k is not None)
+        need = np.array(labels + ([0] if None in node else []), np.int64)
+        while used[free]: free += 1
+        r, start = None, free
+        while r is None:
+            if start + 8192 > len(used):
+                used = np.concatenate([used, np.zeros(len(used), bool)]); units = np.concatenate([units, np.zeros(len(units), np.int64)])
+            for f in np.flatnonzero(~used[start:start + 4096]) + start:    # put need[0] on a free slot f
+                cand = int(f) ^ int(need[0])
+                if cand not in bases and int((cand ^ need).max()) < len(used) and not used[cand ^ need].any(): r = cand; break
+            start += 4096
+        bases.add(r); used[r ^ need] = True
+        units[idx] |= ((idx ^ r) << 10) | ((None in node) << 8)
+        if None in node: units[r] = (1 << 31) | node[None]
+        for c in labels:
+            units[r ^ c] |= c
+            todo.append((node[c], r ^ c))
+    last = max(bases) | 0xFF                         # llama.cpp reads base ^ c for any byte c: keep it inside the array
+    if last >= len(units): units = np.concatenate([units, np.zeros(last + 1 - len(units), np.int64)])
+    last += 1
+    assert (units[:last] >> 10 & ((1 << 21) - 1)).max() < (1 << 21)
+    return units[:last].astype(np.uint32)
+
+def precompiled_charsmap(known, placeholder: str) -> bytes:
+    "SentencePiece's precompiled charsmap that rewrites every character not in `known` as `placeholder` (NUL excepted)."
+    repl = placeholder.encode() + b"\0" + b"\0"                  # offset 0: the placeholder; then the empty string
+    keys = {p: 0 for p in unknown_prefixes(set(known))}
+    keys.update({bytes([c]): len(placeholder.encode()) + 1 for c in range(0x80, 0xC0)})  # the rest of a cut-short character
+    units = double_array(keys)
+    return struct.pack("<I", units.nbytes) + units.astype("<u4").tobytes() + repl
+
+def charsmap_normalize(blob: bytes, text: str) -> str:
+    "What llama.cpp's Unigram normalizer makes of `text` with the charsmap `blob` (a reference for the checks)."
+    n = struct.unpack_from("<I", blob)[0]
+    a = np.frombuffer(blob[4:4 + n], "<u4").astype(np.int64); repl = blob[4 + n:]
+    def base(i): u = a[i]; return (u >> 10) << ((u & (1 << 9)) >> 6)
+    data, out, i = text.encode(), bytearray(), 0
+    while i < len(data):
+        node, best = base(0), None
+        for j in range(i, len(data)):
+            c = data[j]
+            if c == 0: break
+            node ^= c
+            if node >= len(a): raise IndexError("Index out of array bounds in XCDA array")   # llama.cpp throws here too
+            if (a[node] & ((1 << 31) | 0xFF)) != c: break
+            leaf = (a[node] >> 8) & 1
+            node ^= base(node)
+            if leaf: best = (j - i + 1, int(a[node] & ((1 << 31) - 1)))
+        if best:
+            out += repl[best[1]:repl.index(b"\0", best[1])]; i += best[0]
+        else:
+            k = {1: 1, 2: 2, 3: 3, 4: 4}[_utf8_len(data[i])] if data[i] >= 0xC0 or data[i] < 0x80 else 1
+            out += data[i:i + k]; i += k
+    return out.decode()
+
+# %% ../nbs/01a_tokenizer.ipynb #be6e8089
 GGUF_NORMAL, GGUF_UNKNOWN, GGUF_CONTROL = 1, 2, 3
 
 def gguf_tokenizer(tok) -> dict:
-    "The tokenizer fields of a GGUF file for `tok`: `model`, `pre`, `tokens`, `scores`, `types`, `merges`, the special ids and a `note` on any difference from Mint."
-    specials = dict(bos=BOS, eos=EOS, unk=UNK, pad=PAD)
+    "The tokenizer fields of a GGUF file for `tok`: `model`, `pre`, `tokens`, `scores`, `types`, `merges`, `charsmap`, the special ids and a `note` on any difference from Mint."
     if isinstance(tok, BPETokenizer):
         vocab = tok.tok.get_vocab()
         tokens = [None] * len(tok)
         for t, i in vocab.items(): tokens[i] = t
         merges = [m if isinstance(m, str) else " ".join(m) for m in json.loads(tok.tok.to_str())["model"]["merges"]]
         types = [GGUF_CONTROL if i < len(SPECIAL_TOKENS) else GGUF_NORMAL for i in range(len(tokens))]
-        return dict(model="gpt2", pre="gpt-2", tokens=tokens, scores=None, types=types, merges=merges, **specials, note="")
+        return dict(model="gpt2", pre="gpt-2", tokens=tokens, scores=None, types=types, merges=merges, charsmap=None,
+                    bos=BOS, eos=EOS, unk=UNK, pad=PAD, note="")
     if "\u2581" in tok.stoi and " " in tok.stoi:
         raise ValueError("the vocabulary holds both ' ' and '\u2581' (U+2581), which llama.cpp's tokenizer writes for a space: "
                          "they cannot both be exported to GGUF")
+    placeholder = next(c for c in ["\ufffd", *map(chr, range(0xE000, 0xF900))] if c not in tok.stoi)
     tokens = [t.replace(" ", "\u2581") if i >= len(SPECIAL_TOKENS) else t for i, t in enumerate(tok.itos)]
-    types = [GGUF_UNKNOWN if i == UNK else GGUF_CONTROL if i < len(SPECIAL_TOKENS) else GGUF_NORMAL for i in range(len(tokens))]
-    return dict(model="t5", pre=None, tokens=tokens, scores=[0.0] * len(tokens), types=types, merges=None, **specials,
-                note="llama.cpp joins a run of adjacent unknown characters into one <unk> (Mint: one per character)")
+    tokens[UNK] = placeholder
+    types = [GGUF_NORMAL if i == UNK or i >= len(SPECIAL_TOKENS) else GGUF_CONTROL for i in range(len(tokens))]
+    return dict(model="t5", pre=None, tokens=tokens, scores=[0.0] * len(tokens), types=types, merges=None,
+                charsmap=precompiled_charsmap(tok.chars, placeholder), bos=BOS, eos=EOS, unk=PAD, pad=PAD,
+                note="NUL (U+0000) becomes <pad> in llama.cpp (Mint: <unk>)")
