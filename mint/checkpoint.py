@@ -12,6 +12,7 @@ from safetensors import safe_open, SafetensorError
 from safetensors.numpy import save as _st_save
 from .core import ModelConfig
 from .vocab import Vocab
+from .tokenizer import tokenizer_from_dict
 from .model import views, n_params, param_offsets
 
 # %% auto #0
@@ -185,7 +186,7 @@ def _nonfinite(path: Path, a: np.ndarray, what: str):
 # %% ../nbs/13_checkpoint.ipynb #1b5f73fb
 @dataclass
 class Checkpoint:
-    "A loaded checkpoint: flat float32 `params`, its `config`, `vocab`, `meta`, `path` and `format`."
+    "A loaded checkpoint: flat float32 `params`, its `config`, `vocab` (a `Vocab` or a `mint.tokenizer.BPETokenizer`), `meta`, `path` and `format`."
     params: np.ndarray
     config: ModelConfig
     vocab: Vocab
@@ -195,7 +196,7 @@ class Checkpoint:
 
 def config_and_vocab(path, info: dict) -> tuple[ModelConfig, Vocab]:
     "The `ModelConfig` and `Vocab` in a header's JSON, checked against each other; `CheckpointError` naming `path`."
-    try: cfg = ModelConfig.from_dict(info["config"]); vocab = Vocab.from_dict(info["vocab"])
+    try: cfg = ModelConfig.from_dict(info["config"]); vocab = tokenizer_from_dict(info["vocab"])   # a Vocab or a BPETokenizer
     except (KeyError, TypeError, ValueError) as e:
         raise CheckpointError(f"{path}: bad config/vocab in the header ({type(e).__name__}: {e})") from None
     if len(vocab) != cfg.vocab_size:

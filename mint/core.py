@@ -9,7 +9,7 @@ from dataclasses import dataclass, asdict, field
 import numpy as np
 
 # %% auto #0
-__all__ = ['PRESETS', 'PEAK_TFLOPS', 'ModelConfig', 'preset', 'seed_everything', 'simulator_enabled', 'gpu_available',
+__all__ = ['PRESETS', 'ARCHS', 'PEAK_TFLOPS', 'ModelConfig', 'preset', 'seed_everything', 'simulator_enabled', 'gpu_available',
            'get_device', 'on_device', 'gpu_info', 'peak_tflops', 'mfu', 'cuda_driver_found',
            'use_simulator_without_gpu', 'gpu_cell_skipped', 'skip_gpu_cells_without_gpu', 'numerical_grad', 'rel_error',
            'cdiv', 'cjk_fonts', 'token_label', 'figure_png', 'show_figures_in_ipython', 'widget_panel',
@@ -67,12 +67,19 @@ PRESETS = {
     "medium": dict(d_model=128, n_heads=8, n_layers=4, max_seq_len=128),
     "large":  dict(d_model=256, n_heads=8, n_layers=6, max_seq_len=256),
 }
+ARCHS = {
+    "report": dict(qk_norm=False, attention_bias=True, mlp_bias=True, lm_head_bias=True),
+    "llama":  dict(qk_norm=False, attention_bias=True, mlp_bias=True, lm_head_bias=False),
+    "qwen3":  dict(qk_norm=True, attention_bias=False, mlp_bias=False, lm_head_bias=False),
+}
 
-def preset(name: str, vocab_size: int = 4096, **overrides) -> ModelConfig:
-    "The `ModelConfig` of preset `name` (tiny, small, medium, large) with `vocab_size` and any overrides."
+def preset(name: str, vocab_size: int = 4096, arch: str = "report", **overrides) -> ModelConfig:
+    "The `ModelConfig` of preset `name` (tiny, small, medium, large) in architecture `arch` (`ARCHS`) with `vocab_size` and any overrides."
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
-    return ModelConfig(vocab_size=vocab_size, **{**PRESETS[name], **overrides})
+    if arch not in ARCHS:
+        raise ValueError(f"unknown architecture {arch!r}; choose one of {', '.join(ARCHS)}")
+    return ModelConfig(vocab_size=vocab_size, **{**PRESETS[name], **ARCHS[arch], **overrides})
 
 # %% ../nbs/00_core.ipynb #1e72e87d
 def seed_everything(seed: int = 0) -> np.random.Generator:

@@ -9,14 +9,15 @@ import math, time, sys, json, hashlib, dataclasses, contextlib
 from dataclasses import asdict
 from pathlib import Path
 import numpy as np
-from .core import preset, get_device
+from .core import preset, get_device, ARCHS
 from .vocab import Vocab
+from .tokenizer import build_tokenizer, encode_corpus, tokenizer_kind, TOKENIZER_KINDS
 from .model import init_params, n_params
 from .train import TrainConfig, train, check_memory
 
 # %% auto #0
 __all__ = ['RESUMABLE_CHANGES', 'load_samples', 'default_run_dir', 'check_out_dir', 'data_fingerprint', 'safe_exp',
-           'train_corpus', 'resume_corpus', 'format_report']
+           'train_corpus', 'resume_corpus', 'format_report', 'check_tokenizer_options']
 
 # %% ../nbs/18_pipeline.ipynb #43377d20
 def _dropped_note(dropped: Counter, prefix: str = "; dropped: ") -> str:
@@ -81,7 +82,8 @@ def safe_exp(x: float) -> float:
 def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: TrainConfig | None = None,
                  out_dir=None, init=None, max_samples: int | None = None, device: str = "auto",
                  root="data", val_frac: float = 0.05, progress: bool = True, log=print, overwrite: bool = False,
-                 control=None, on_end=(), callbacks=(), ranks: int = 1, grad_accum: int = 1) -> dict:
+                 control=None, on_end=(), callbacks=(), ranks: int = 1, grad_accum: int = 1,
+                 arch: str | None = None, tokenizer: str = "char", vocab_size: int | None = None) -> dict:
     "Train on a corpus end to end (load, split, vocab, model, train, report) into `out_dir` (default `default_run_dir(data)`); returns the report dict (with `exit_code`). `ranks` > 1: data parallel in that many processes (`mint.distributed`); `grad_accum` micro-batches per step. See `mint train --help`."
     from mint import distributed as dist
     from mint.checkpoint import load_checkpoint, RunLock, STATE_NAME
@@ -101,7 +103,8 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
             f"{tcfg.batch_size} = {ranks} ranks × {grad_accum} micro-batch(es) × {micro} rows")
         return dist.launch(train_corpus, dict(data=data, preset_name=preset_name, tcfg=tcfg, out_dir=out_dir, init=init,
                                               max_samples=max_samples, device=dev, root=root, val_frac=val_frac,
-                                              progress=progress, overwrite=overwrite, grad_accum=grad_accum), ranks, dev)
+                                              progress=progress, overwrite=overwrite, grad_accum=grad_accum, arch=arch,
+                                              tokenizer=tokenizer, vocab_size=vocab_size), ranks, dev)
     first = env is None or env.rank == 0                  # the rank that writes, logs and holds the folder's lock
     if env is not None:
         if dev == "cuda": dist.use_gpu(env.local_rank)
@@ -111,12 +114,14 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
             check_out_dir(out_dir, overwrite)
             if overwrite and (out_dir / STATE_NAME).exists(): (out_dir / STATE_NAME).unlink()   # never resume the old run
         ck = load_checkpoint(init) if init else None
-        if ck is not None and preset_name and preset(preset_name, ck.config.vocab_size) != ck.config:
+        if ck is not None and preset_name and preset(preset_name, ck.config.vocab_size, **{k: getattr(ck.config, k) for k in ARCHS["report"]}) != ck.config:
             raise ValueError(f"--init {init}: checkpoint has config {ck.config}, not preset '{preset_name}' — drop --preset or pick the matching one")
-        if ck is None: preset(preset_name)                    # an unknown preset name fails here
+        check_tokenizer_options(ck, init, arch, tokenizer, vocab_size)
+        if ck is None: preset(preset_name, arch=arch or "report")   # an unknown preset or architecture fails here
         exists = lambda x: x is not None and Path(x).exists()
         spec = dict(data=str(Path(data).resolve()) if exists(data) else data, root=str(Path(root).resolve()),
-                    max_samples=max_samples, val_frac=val_frac, preset=preset_name, init=str(init) if init else None)
+                    max_samples=max_samples, val_frac=val_frac, preset=preset_name, init=str(init) if init else None,
+                    arch=arch, tokenizer=tokenizer, vocab_size=vocab_size)
         return _train_run(spec, tcfg, out_dir, dev, progress, log, control, on_end, t_start, ck=ck, callbacks=callbacks,
                           env=env, grad_accum=grad_accum)
 
@@ -170,25 +175,25 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
         if not chars - new:
             raise ValueError(f"{source}: none of its characters are in the vocabulary of checkpoint {spec['init']}")
     else:
-        vocab = Vocab.build(_texts(kind, train_s))
-        cfg = preset(spec["preset"], len(vocab))
+        vocab = build_tokenizer(spec.get("tokenizer", "char"), _texts(kind, train_s), spec.get("vocab_size"))
+        cfg = preset(spec["preset"], len(vocab), arch=spec.get("arch") or "report")
         params = init_params(cfg, tcfg.seed)
     T = tcfg.seq_len or cfg.max_seq_len
     if T > cfg.max_seq_len: raise ValueError(f"--seq-len {T} exceeds the model's max_seq_len {cfg.max_seq_len}")
     if dev == "cpu": check_memory(cfg, tcfg.batch_size, T)   # before the batches are made (the GPU engine checks its own)
     rng = np.random.default_rng(tcfg.seed)                  # the one source of the batch order (resume remakes it)
     if kind == "lm":
-        tr, va = D.encode_corpus(train_s, vocab), D.encode_corpus(val_s, vocab)
+        tr, va = encode_corpus(train_s, vocab), encode_corpus(val_s, vocab)
         batches, val = D.lm_batches(tr, tcfg.batch_size, T, rng), list(D.lm_eval_batches(va, tcfg.batch_size, T))
     else:
         # short conversations are packed several to a row (block-causal attention, positions restart per sample)
         batches = D.chat_batches(train_s, vocab, tcfg.batch_size, T, rng, pack=True, dropped=dropped)
         val = list(D.chat_eval_batches(val_s, vocab, tcfg.batch_size, T, pack=True, dropped=dropped))
     if dropped: log(_dropped_note(dropped, "split and window: "))
-    log(f"model: {n_params(cfg):,} parameters {cfg}; vocab {len(vocab):,} chars")
+    log(f"model: {n_params(cfg):,} parameters {cfg}; vocab {len(vocab):,} {'chars' if tokenizer_kind(vocab) == 'char' else 'BPE tokens'}")
     log(f"run folder: {out_dir}")
     meta = state.meta if state is not None else dict(data=source, kind=kind, preset=spec["preset"], init=spec["init"],
-                                                     data_sha256=fp, run=spec)
+                                                     data_sha256=fp, run=spec, tokenizer=tokenizer_kind(vocab))
     kw = dict(control=control, resume=state, on_end=on_end, callbacks=callbacks)
     ranks = env.world_size if env is not None else 1
     if ranks > 1 or grad_accum > 1:
@@ -212,6 +217,8 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
     if ranks > 1 or grad_accum > 1:
         ms = res.history.get("allreduce_ms", [])[1:]      # step 1 includes the communicator's first connection
         rep.update(ranks=ranks, grad_accum=grad_accum, allreduce_ms=float(np.mean(ms)) if ms else None)
+    if kind == "lm" and tokenizer_kind(vocab) != "char":     # loss per token -> per character, to compare tokenizers
+        rep["tokens_per_char"] = len(va) / (sum(len(t) for t in val_s if t) + sum(1 for t in val_s if t) - 1)
     log(format_report(rep))
     if out_dir is not None and (env is None or env.rank == 0):   # the one place a run ends (rank 0 writes the report)
         from mint.report import write_report
@@ -228,10 +235,24 @@ def format_report(rep: dict) -> str:
     else:
         s.append(f"validation loss {rep['val_loss']:.3f} nats/char (perplexity {rep['perplexity']:.1f}) at step {rep['best_step']}, "
                  f"the best checkpoint; {rep['last_val_loss']:.3f} at the end")
-    if "unigram_entropy" in rep: s.append(f"unigram entropy of the same validation text: {rep['unigram_entropy']:.3f} nats/char")
+    if "tokens_per_char" in rep and len(s) > 1:
+        s[1] = s[1].replace("nats/char", "nats/token", 1)
+        s.append(f"= {rep['val_loss'] * rep['tokens_per_char']:.3f} nats/char ({rep['tokens_per_char']:.3f} BPE tokens per character)")
+    if "unigram_entropy" in rep: s.append(f"unigram entropy of the same validation text: {rep['unigram_entropy']:.3f} nats/{'token' if 'tokens_per_char' in rep else 'char'}")
     if rep.get("ranks", 1) > 1 or rep.get("grad_accum", 1) > 1:
         ar = f"; all-reduce {rep['allreduce_ms']:.2f} ms per step" if rep.get("allreduce_ms") is not None else ""
         s.append(f"data parallel: {rep['ranks']} rank(s) × {rep['grad_accum']} micro-batch(es) per step{ar}")
     s.append(f"best checkpoint: {rep['checkpoint'] or 'none saved'}")
     s += [f"problem: {p}" for p in rep.get("problems", [])]
     return "\n".join(s)
+
+# %% ../nbs/18_pipeline.ipynb #7b448c16
+def check_tokenizer_options(ck, init, arch, tokenizer: str, vocab_size) -> None:
+    "ValueError naming the option: --arch/--tokenizer/--vocab-size given with --init, an unknown kind, or --vocab-size without BPE."
+    if arch is not None and arch not in ARCHS: raise ValueError(f"--arch must be one of {', '.join(ARCHS)}, got {arch!r}")
+    if tokenizer not in TOKENIZER_KINDS: raise ValueError(f"--tokenizer must be one of {', '.join(TOKENIZER_KINDS)}, got {tokenizer!r}")
+    if ck is not None:
+        given = [o for o, v in (("--arch", arch), ("--tokenizer", tokenizer != "char" or None), ("--vocab-size", vocab_size)) if v]
+        if given: raise ValueError(f"--init {init}: {', '.join(given)} cannot change a checkpoint's model; fine-tuning keeps them")
+    elif tokenizer == "bpe" and vocab_size is None: raise ValueError("--tokenizer bpe needs --vocab-size N (e.g. 8000)")
+    elif tokenizer == "char" and vocab_size is not None: raise ValueError("--vocab-size is for --tokenizer bpe")

@@ -1,0 +1,97 @@
+"""Parity of exported models with Mint: every architecture (report -> Ernie 4.5, llama, qwen3) and tokenizer (char, BPE),
+trained for real, exported, loaded by `transformers` on the CPU in float32: ids, logits and 32 greedy tokens.
+GGUF: the files are written (or refused, with the reason); llama.cpp parity runs when llama-cpp-python is installed
+(recorded in bench/results/gguf_parity.json by bench/gguf_parity.py)."""
+import importlib.util, json, subprocess, sys
+import numpy as np
+import pytest
+from conftest import ARCH_TOKENIZERS
+from mint.export import export_hf, export_gguf, hf_parity, gguf_parity, gguf_arch
+from mint.cli import main
+
+HF_CLASS = {"report": "Ernie4_5_MoeForCausalLM", "llama": "LlamaForCausalLM", "qwen3": "Qwen3ForCausalLM"}
+needs_hf = pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason='pip install -e ".[interop]"')
+
+
+def validation_text(peoples_daily, n=70):
+    "Unseen text (lines 400+ of the corpus), long enough to fill the tiny model's 64-token window."
+    return "".join(peoples_daily[400:])[:n]
+
+
+@needs_hf
+@pytest.mark.parametrize("arch,tokenizer", ARCH_TOKENIZERS)
+def test_hf_parity(arch, tokenizer, trained, peoples_daily, tmp_path):
+    ck = trained(arch, tokenizer)
+    info = export_hf(ck.params, ck.config, ck.vocab, tmp_path / "hf")
+    assert info["hf_class"] == HF_CLASS[arch] and info["warning"] is None
+    r = hf_parity(tmp_path / "hf", ck.params, ck.config, ck.vocab, validation_text(peoples_daily))
+    print(json.dumps(r))
+    assert r["arch"] == HF_CLASS[arch] and r["n_tokens"] >= 40
+    assert r["ids_equal"], "transformers' tokenizer gives other ids than Mint's"
+    assert r["max_abs_dlogit"] < 1e-4
+    assert r["greedy_equal"] and r["n_greedy"] == 32
+
+
+@needs_hf
+@pytest.mark.parametrize("tokenizer", ["char", "bpe"])
+def test_hf_tokenizer_on_hard_text(tokenizer, trained, tmp_path):
+    "Unknown characters, newlines, tabs, emoji, full-width spaces and literal special-token text tokenize as in Mint."
+    from transformers import AutoTokenizer
+    ck = trained("llama", tokenizer)
+    export_hf(ck.params, ck.config, ck.vocab, tmp_path / "hf")
+    tok = AutoTokenizer.from_pretrained(tmp_path / "hf")
+    for text in ["中国人民\n\t猫😀 <bos><eos>ǅ", "  a  b ", "\u3000中\r\n", "𠀀𪚥龘", "<unk>"]:
+        assert tok(text, add_special_tokens=False)["input_ids"] == ck.vocab.encode(text).tolist(), text
+    ids = ck.vocab.encode("人民日报社论")
+    assert tok.decode(ids.tolist(), skip_special_tokens=True) == ck.vocab.decode(ids)
+
+
+@needs_hf
+def test_report_as_llama_is_a_loud_choice(trained, tmp_path, capsys):
+    ck = trained("report", "char")
+    code = main(["export", str(ck.path), "--to", "hf", str(tmp_path / "x"), "--arch", "llama"])
+    err = capsys.readouterr().err
+    assert code == 1 and "--drop-lm-head-bias" in err
+    code = main(["export", str(ck.path), "--to", "hf", str(tmp_path / "x"), "--drop-lm-head-bias"])
+    err = capsys.readouterr().err
+    assert code == 0 and "mint: warning: lm_head.bias dropped" in err and "nats" in err
+    assert json.loads((tmp_path / "x" / "config.json").read_text())["architectures"] == ["LlamaForCausalLM"]
+
+
+@needs_hf
+def test_cli_export_check(trained, tmp_path, capsys):
+    ck = trained("qwen3", "bpe")
+    code = main(["export", str(ck.path.parent), "--to", "hf", str(tmp_path / "q"), "--check"])
+    out = capsys.readouterr().out
+    assert code == 0 and "Qwen3ForCausalLM" in out and "greedy tokens identical" in out
+    code = main(["export", str(ck.path.parent), "--to", "hf", str(tmp_path / "q")])
+    assert code == 1 and "--overwrite" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("arch,tokenizer", ARCH_TOKENIZERS)
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_gguf_export_or_refusal(arch, tokenizer, dtype, trained, peoples_daily, tmp_path):
+    import gguf
+    ck = trained(arch, tokenizer)
+    path = tmp_path / "m.gguf"
+    if arch == "report":
+        with pytest.raises(ValueError, match="lm_head bias"): export_gguf(ck.params, ck.config, ck.vocab, path, dtype)
+        assert not path.exists()
+        return
+    info = export_gguf(ck.params, ck.config, ck.vocab, path, dtype)
+    r = gguf.GGUFReader(str(path))
+    assert r.fields["general.architecture"].contents() == arch
+    assert r.fields["tokenizer.ggml.model"].contents() == ("t5" if tokenizer == "char" else "gpt2")
+    assert len(r.fields["tokenizer.ggml.tokens"].contents()) == ck.config.vocab_size
+    if importlib.util.find_spec("llama_cpp") is not None and dtype == "f32":
+        p = gguf_parity(path, ck.params, ck.config, ck.vocab, validation_text(peoples_daily))
+        assert p["ids_equal"] and p["greedy_equal"] and p["max_abs_dlogit"] < 1e-3, p
+
+
+def test_gguf_refusals_name_the_bias():
+    from mint.core import preset
+    for opts, words in ((dict(arch="report"), ["lm_head bias", "--arch llama"]),
+                        (dict(arch="qwen3", attention_bias=True), ["o_proj", "attention_bias"]),
+                        (dict(arch="qwen3", mlp_bias=True), ["MLP", "mlp_bias"])):
+        with pytest.raises(ValueError) as e: gguf_arch(preset("tiny", 100, **opts))
+        assert all(w in str(e.value) for w in words), e.value
