@@ -191,7 +191,7 @@ def gemm_playground(M: int = 13, K: int = 19, N: int = 7, tile: int = TILE, seed
     cuda.synchronize()
     secs = (time.perf_counter() - t0) / reps
     ref = a.astype(np.float64) @ b
-    grid = grid2d(N, M, block=(tile, tile))[0]
+    grid = grid2d(N, M, block=(tile, tile))[0][:2]
     return dict(M=M, K=K, N=N, tile=tile, block=(tile, tile), grid=grid, threads=grid[0] * grid[1] * tile * tile,
                 rel_error=float(np.abs(out.copy_to_host() - ref).max() / np.abs(ref).max()), seconds=secs,
                 gflops=2 * M * N * K / secs / 1e9, where="simulator" if sim else "GPU")
