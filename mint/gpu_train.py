@@ -9,7 +9,7 @@ import math, time, warnings
 from contextlib import contextmanager
 import numpy as np
 from numba import cuda
-from .kernels import fill, launch
+from .kernels import fill, launch, capture
 from .model import Workspace, workspace_bytes, n_params
 from .optim import adam_step, grad_sumsq
 from .counters import TransferCounter
@@ -86,8 +86,9 @@ def quiet_occupancy_warnings():
 class GpuEngine(Engine):
     "The GPU path for `mint.train.run_training`: weights, gradients, Adam moments and activations on the device; per step the batch goes up and the loss comes back."
     desc = "train (gpu)"
-    def __init__(self, params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig):
+    def __init__(self, params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, graphs: bool = True):
         B, T = tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len
+        self.graphs, self._graphs = graphs, {}
         with quiet_occupancy_warnings(), oom_hint(cfg, B, T):
             super().__init__(params, cfg, tcfg)
             self.sumsq = cuda.device_array(1, np.float64)       # Σ g², written by grad_sumsq, read by adam_step
@@ -103,8 +104,17 @@ class GpuEngine(Engine):
         arrays) before step 1, so that no step allocates. An all-padding batch has zero loss and zero gradient, and
         Adam at lr 0 on a zero gradient leaves the weights and both moments exactly as they are."""
         z = np.zeros((B, T), np.int32)
+        graphs, self.graphs = self.graphs, False          # compile kernel by kernel; graphs are recorded at step 1
         Engine.step(self, Batch(z, z, np.zeros((B, T), np.float32), np.broadcast_to(np.arange(T, dtype=np.int32), (B, T)), None), 0.0, 1)
+        self.graphs = graphs
         cuda.synchronize()
+    def compute(self, v):
+        "The wiring's forward and backward for the uploaded batch `v`: recorded as a CUDA graph once per batch shape and replayed (one launch instead of ~200), or launched kernel by kernel with `graphs=False`."
+        if not self.graphs: return Engine.compute(self, v)
+        key = (v.B, v.T, v.use_seg)
+        if key not in self._graphs: self._graphs[key] = capture(lambda: Engine.compute(self, v))
+        self._graphs[key].launch()
+        return v.loss
     def __enter__(self):
         self._quiet = quiet_occupancy_warnings(); self._quiet.__enter__()
         self.counter = TransferCounter().__enter__()
@@ -140,6 +150,6 @@ class GpuEngine(Engine):
         hist.update(self.counts, adam_rejected=int(self.rejected.copy_to_host()[0]))
 
 def train_gpu(params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list,
-              vocab, out_dir=None, meta: dict | None = None, progress: bool = True, **kw) -> TrainResult:
-    "`mint.train.train` on a CUDA GPU: same arguments (`control`, `resume`, `on_end` too), result, checkpoints and stop rules; `params` (flat float32) gets the final weights. History adds per-step counts (alloc, h2d, d2h, d2d, launches)."
-    return run_training(GpuEngine(params, cfg, tcfg), cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, progress, **kw)
+              vocab, out_dir=None, meta: dict | None = None, progress: bool = True, graphs: bool = True, **kw) -> TrainResult:
+    "`mint.train.train` on a CUDA GPU: same arguments (`control`, `resume`, `on_end` too), result, checkpoints and stop rules; `params` (flat float32) gets the final weights. History adds per-step counts (alloc, h2d, d2h, d2d, launches); `graphs=False`: no CUDA graphs."
+    return run_training(GpuEngine(params, cfg, tcfg, graphs), cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, progress, **kw)

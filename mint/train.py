@@ -122,7 +122,9 @@ class Engine:
     def __exit__(self, *exc): return False
     def grads(self, batch):
         "Forward, loss and backward of one `mint.data.Batch`: the gradient into `self.g`; returns the mean loss (a float, or a device `(1,)` array)."
-        v = self.ws.load_batch(batch)
+        return self.compute(self.ws.load_batch(batch))
+    def compute(self, v):
+        "Forward, loss and backward on the batch loaded in the workspace views `v` (the model's one wiring); returns the mean loss."
         loss = loss_forward(self.W, self.cfg, v)
         backward(self.W, self.G, self.cfg, v)
         return loss
