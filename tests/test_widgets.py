@@ -4,7 +4,8 @@ import pytest
 from mint.core import ModelConfig, token_label, cjk_fonts
 from mint.vocab import Vocab
 from mint.model import init_params
-from mint.matmul import gemm_playground, gemm_summary, gemm_widget, gemm_grid
+from mint.matmul import gemm_playground, gemm_summary, gemm_widget
+from mint.core import cdiv
 from mint.loss import norm_playground, plot_norm_playground, norm_widget, softmax_naive, softmax_stable
 from mint.generate import sampling_stages, sample_next, allowed_logits, sampling_playground, sampling_widget, NEVER_SAMPLED
 from mint.attention import attention_maps, plot_attention, attention_widget
@@ -20,7 +21,7 @@ def model():
 def test_gemm_playground_checks_against_numpy():
     for tile in (4, 8, 16):
         r = gemm_playground(9, 21, 11, tile=tile)
-        assert r["rel_error"] < 1e-5 and r["block"] == (tile, tile) and r["grid"] == gemm_grid(9, 11, tile)
+        assert r["rel_error"] < 1e-5 and r["block"] == (tile, tile) and r["grid"] == (cdiv(11, tile), cdiv(9, tile))
         assert r["seconds"] > 0 and r["gflops"] == pytest.approx(2 * 9 * 11 * 21 / r["seconds"] / 1e9)
         assert f"tile {tile}" in gemm_summary(r)
 
