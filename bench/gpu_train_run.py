@@ -126,7 +126,8 @@ def main(argv=None) -> dict:
                          "tokens_per_s_cuda_graph": r_g.tokens_per_s, "speedup": r_g.tokens_per_s / r_e.tokens_per_s,
                          "launches_per_step_kernel_by_kernel": r_e.history["launches"][-1],
                          "launches_per_step_cuda_graph": r_g.history["launches"][-1],
-                         "losses_identical": r_e.history["loss"] == r_g.history["loss"]}
+                         "losses_identical": r_e.history["loss"] == r_g.history["loss"],   # atomics: need not be
+                         "max_rel_loss_diff": float(np.max(np.abs(np.array(r_e.history["loss"]) - r_g.history["loss"]) / np.array(r_e.history["loss"])))}
         print(json.dumps(rec["graphs"]), flush=True)
 
     if args.resume_steps > 0:

@@ -13,6 +13,8 @@ __version__ = "0.0.1"
 __all__ = []
 
 # %% ../nbs/index.ipynb #f569814e
+from mint import core as _core   # first of all: without a CUDA driver it switches numba's simulator on, before numba loads
+
 def __getattr__(name):
     "`mint.fit` and `mint.Run` load `mint.report` on first use, so `import mint` itself imports nothing heavy."
     if name in ("fit", "Run"):

@@ -202,6 +202,8 @@ def skip_gpu_cells_without_gpu():
     ip.input_transformers_post[:] = [f for f in ip.input_transformers_post if getattr(f, "__name__", "") != "gpu_cell_skipped"]
     ip.input_transformers_post.append(gpu_cell_skipped)
 
+# The chapters launch small grids on purpose (a few blocks, to show a kernel); numba would warn at each launch.
+os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 use_simulator_without_gpu()
 skip_gpu_cells_without_gpu()
 

@@ -9,8 +9,8 @@ import sys, tempfile, threading, time, traceback
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
+from .core import ModelConfig, on_device  # before numba: without a GPU it switches the simulator on
 from numba import cuda
-from .core import ModelConfig, on_device
 from .kernels import grid1d, check_args, copy
 from .data import Batch
 from .model import n_params, views

@@ -4,10 +4,10 @@
 
 # %% ../nbs/04a_gemm_ladder.ipynb #ad4aa4c0
 from __future__ import annotations
-import contextlib, dataclasses, functools, time
+import contextlib, dataclasses, functools, time, warnings
 import numpy as np
+from .core import cdiv, rel_error, simulator_enabled  # before numba: without a GPU it switches the simulator on
 from numba import cuda, float32
-from .core import cdiv, rel_error, simulator_enabled
 from .kernels import launch, grid2d, check_args, stream_handle
 from .matmul import _gemm_dims, _dummy_bias, make_gemm_kernel
 
@@ -562,7 +562,9 @@ def _cublas():
 @functools.lru_cache(maxsize=4)
 def _cupy_stream(handle: int):
     "numba's stream `handle` as a cupy stream (0, the legacy default stream, is cudaStreamLegacy = 1 to CUDA)."
-    return _cublas().cupy.cuda.ExternalStream(handle or 1)
+    with warnings.catch_warnings():          # cupy 14 deprecates ExternalStream for Stream.from_external (absent before)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return _cublas().cupy.cuda.ExternalStream(handle or 1)
 
 def _row_major_ld(name: str, x) -> int:
     "Leading dimension (elements between rows) of a row-major float32 device matrix; ValueError when its rows are strided."

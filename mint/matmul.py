@@ -108,9 +108,9 @@ gemm_kernel = make_gemm_kernel(TILE)
 def _dummy_bias():
     return cuda.device_array(1, dtype=np.float32)
 
-def _gemm(a, b, out, bias, trans_a: bool, trans_b: bool, tile: int = TILE):
-    "Launch the tiled GEMM out = op(a)·op(b) (+ bias) on checked device float32 arrays; allocates `out` if None."
-    if tile == TILE:   # training's GEMM: the best rung of the GEMM-ladder chapter (or cuBLAS, `mint.gemm.set_gemm_provider`)
+def _gemm(a, b, out, bias, trans_a: bool, trans_b: bool, tile: int | None = None):
+    "Launch out = op(a)·op(b) (+ bias) on checked device float32 arrays — `tile` None: training's GEMM; an int: this chapter's tiled kernel; allocates `out` if None."
+    if tile is None:   # training's GEMM: the best rung of the GEMM-ladder chapter (or cuBLAS, `mint.gemm.set_gemm_provider`)
         from mint.gemm import launch_gemm          # imported here: mint.gemm builds on this module
         return launch_gemm(a, b, out, bias, trans_a, trans_b)
     M = a.shape[1] if trans_a else a.shape[0]
@@ -121,14 +121,14 @@ def _gemm(a, b, out, bias, trans_a: bool, trans_b: bool, tile: int = TILE):
     return out
 
 # %% ../nbs/04_matmul.ipynb #308d4a49
-def matmul(a, b, out=None, trans_a: bool = False, trans_b: bool = False, tile: int = TILE):
-    "op(a)·op(b) -> [M,N]: NumPy in -> NumPy (reference); float32 device arrays in -> device array (tiled GEMM)."
+def matmul(a, b, out=None, trans_a: bool = False, trans_b: bool = False, tile: int | None = None):
+    "op(a)·op(b) -> [M,N]: NumPy in -> NumPy (reference); float32 device arrays in -> device array (training's GEMM, `mint.gemm`; this chapter's tiled kernel with `tile=`)."
     M, _, N = _gemm_dims(a, b, trans_a, trans_b)
     if not check_args("matmul", a=a, b=b, out=(out, (M, N), a.dtype.type), outs=("out",)):
         return matmul_ref(a, b, trans_a, trans_b, out=out)
     return _gemm(a, b, out, None, trans_a, trans_b, tile)
 
-def linear_forward(x, w, b=None, out=None, tile: int = TILE):
+def linear_forward(x, w, b=None, out=None, tile: int | None = None):
     "y = x·wᵀ + b: x [N,in], w [out,in], b [out] or None -> y [N,out]; NumPy or device (bias fused into the GEMM)."
     M, _, N = _gemm_dims(x, w, False, True, "linear_forward", ("x", "w"))
     if not check_args("linear_forward", x=x, w=w, b=(b, (N,), x.dtype.type), out=(out, (M, N), x.dtype.type), outs=("out",)):
@@ -163,7 +163,7 @@ def bias_grad(dy, out=None):
     bias_grad_kernel[grid2d(dy.shape[1], BIAS_BY, block=(BIAS_BX, BIAS_BY))](dy, out)
     return out
 
-def linear_backward(dy, x, w, dx=None, dw=None, db=None, has_bias: bool = True, tile: int = TILE):
+def linear_backward(dy, x, w, dx=None, dw=None, db=None, has_bias: bool = True, tile: int | None = None):
     "(dx = dy·w, dw = dyᵀ·x, db = Σ_rows dy or None) for dy [N,out], x [N,in], w [out,in]; NumPy or device."
     dt = dy.dtype.type
     if not check_args("linear_backward", dy=(dy, ("N", "O"), np.floating), x=(x, ("N", "I"), dt), w=(w, ("O", "I"), dt),
