@@ -306,7 +306,9 @@ class _CupyNccl:
     def init(self, world_size, rank, uid: bytes, device: int):
         import cupy
         cupy.cuda.Device(device).use()
-        return self.nccl.NcclCommunicator(world_size, tuple(b - 256 if b > 127 else b for b in uid), rank)
+        try: return self.nccl.NcclCommunicator(world_size, bytes(uid), rank)          # cupy >= 14 takes the id as bytes
+        except TypeError:                                                             # older cupy: a tuple of signed chars
+            return self.nccl.NcclCommunicator(world_size, tuple(b - 256 if b > 127 else b for b in uid), rank)
     def _type(self, buf): return self.nccl.NCCL_FLOAT64 if np.dtype(buf.dtype) == np.float64 else self.nccl.NCCL_FLOAT32
     def all_reduce(self, comm, buf, stream: int): comm.allReduce(_ptr(buf), _ptr(buf), buf.size, self._type(buf), self.nccl.NCCL_SUM, stream)
     def broadcast(self, comm, buf, root: int, stream: int): comm.broadcast(_ptr(buf), _ptr(buf), buf.size, self._type(buf), root, stream)

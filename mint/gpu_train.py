@@ -97,7 +97,8 @@ class GpuEngine(Engine):
             self.loss_host = cuda.pinned_array(1, dtype=np.float32)
             self.counts = {k: [] for k in ("alloc", "h2d", "d2h", "d2d", "launches")}
             self._warm_up(B, T)
-    def workspace(self, cfg, B, T, attention): return device_workspace(cfg, B, T, attention=attention)
+    def workspace(self, cfg, B, T, attention):   # "auto": the fused kernels (faster on an H200: bench/results/h200_2026-12-01)
+        return device_workspace(cfg, B, T, attention="flash" if attention == "auto" else attention)
     def buffer(self, a: np.ndarray): return cuda.to_device(a)
     def _warm_up(self, B: int, T: int):
         """Compile every kernel and let the launchers create their one-time constants (RoPE frequencies, placeholder

@@ -40,9 +40,10 @@ class TrainConfig:
     seed: int = 0
     time_limit: float | None = None     # seconds; stop early (keeping the best checkpoint) when exceeded
     finetune: bool = False
-    attention: str = "unfused"          # "unfused" (probabilities kept) or "flash" (fused kernels, log-sum-exp kept)
+    attention: str = "auto"             # "unfused" (probabilities kept), "flash" (fused kernels, log-sum-exp kept), or
+                                        # "auto": unfused on the CPU (NumPy), flash on a GPU (measured faster there)
     def __post_init__(self):
-        if self.attention not in ATTENTION: raise ValueError(f"TrainConfig.attention must be one of {ATTENTION}, got {self.attention!r}")
+        if self.attention not in ("auto", *ATTENTION): raise ValueError(f"TrainConfig.attention must be auto or one of {ATTENTION}, got {self.attention!r}")
         for k in ("steps", "batch_size", "eval_every", "eval_batches"):
             v = getattr(self, k)
             if v is not None and int(v) <= 0: raise ValueError(f"TrainConfig.{k} must be > 0, got {v}")
@@ -165,7 +166,7 @@ class CpuEngine(Engine):
     def __init__(self, params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig):
         check_memory(cfg, tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len)
         super().__init__(params, cfg, tcfg)
-    def workspace(self, cfg, B, T, attention): return Workspace(cfg, B, T, attention=attention)
+    def workspace(self, cfg, B, T, attention): return Workspace(cfg, B, T, attention="unfused" if attention == "auto" else attention)
     def buffer(self, a: np.ndarray) -> np.ndarray: return a
     def to_host(self, b) -> np.ndarray: return b
     def from_host(self, b, a: np.ndarray): np.copyto(b, a)
