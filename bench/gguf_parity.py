@@ -6,7 +6,7 @@ greedy tokens with Mint. Models llama.cpp cannot run (the report's lm_head bias)
     python bench/gguf_parity.py                        # -> bench/results/gguf_parity.json
 
 Not in CI: building llama-cpp-python takes longer than the whole CI run."""
-import argparse, json, platform, tempfile, time
+import argparse, importlib.metadata, json, platform, tempfile, time
 from pathlib import Path
 import numpy as np
 from mint import data as D
@@ -48,7 +48,7 @@ def main():
                 row["unknown_run"] = dict(text=UNKNOWN_RUN, mint=mine, llama_cpp=theirs, equal=mine == theirs)
                 rows.append(row); print(json.dumps(row, ensure_ascii=False))
     res = dict(date=time.strftime("%Y-%m-%d"), machine=platform.processor() or platform.machine(),
-               llama_cpp_python=llama_cpp.__version__, gguf=getattr(gguf, "__version__", None) or "installed",
+               llama_cpp_python=llama_cpp.__version__, gguf=importlib.metadata.version("gguf"),
                text=text, kv_cache="f32", results=rows)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

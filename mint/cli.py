@@ -296,6 +296,9 @@ def _need(*modules, why: str):
 def cmd_export(a):
     import warnings
     if a.to == "gguf": _need("gguf", why="--to gguf")
+    if a.to == "gguf" and (a.arch != "auto" or a.drop_lm_head_bias):
+        raise ValueError("--arch and --drop-lm-head-bias are for --to hf; a GGUF's architecture follows the model (llama or qwen3)")
+    if a.to == "hf" and a.dtype != "f32": raise ValueError("--dtype is for --to gguf; a Hugging Face export is float32")
     if a.check: _need(*(("transformers", "torch") if a.to == "hf" else ("llama_cpp",)), why="--check")
     from mint.checkpoint import load_checkpoint
     from mint.export import export_hf, export_gguf, hf_parity, gguf_parity

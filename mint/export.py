@@ -112,10 +112,10 @@ def export_hf(params: np.ndarray, cfg: ModelConfig, tok, out_dir, arch: str = "a
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        tc = hf_tokenizer_config(tok, cfg.max_seq_len)
+        special = ("bos_token", "eos_token", "unk_token", "pad_token", "additional_special_tokens")
         files = {"config.json": hf_config(cfg, a), "generation_config.json": generation_config(cfg),
-                 "tokenizer_config.json": hf_tokenizer_config(tok, cfg.max_seq_len),
-                 "special_tokens_map.json": {k: v for k, v in hf_tokenizer_config(tok, cfg.max_seq_len).items()
-                                             if k.endswith("_token") and isinstance(v, str) or k == "additional_special_tokens"}}
+                 "tokenizer_config.json": tc, "special_tokens_map.json": {k: tc[k] for k in special}}
         for name, d in files.items(): (tmp / name).write_text(json.dumps(d, indent=2, ensure_ascii=False), encoding="utf-8")
         hf_tokenizer(tok).save(str(tmp / "tokenizer.json"))
         if out.exists(): shutil.rmtree(out)
@@ -219,10 +219,19 @@ def export_gguf(params: np.ndarray, cfg: ModelConfig, tok, path, dtype: str = "f
                 n_tensors=len(tensors), note=t["note"] or None)
 
 # %% ../nbs/19_export.ipynb #64734af7
+_LOG_SINK = []
+def _quiet(llama_cpp):
+    "Send llama.cpp's own log lines (context-size notices, …) nowhere; the callback is kept alive in `_LOG_SINK`."
+    import ctypes
+    if not _LOG_SINK:
+        _LOG_SINK.append(llama_cpp.llama_log_callback(lambda level, text, data: None))
+        llama_cpp.llama_log_set(_LOG_SINK[0], ctypes.c_void_p(0))
+
 def gguf_parity(path, params, cfg: ModelConfig, tok, text: str, n_greedy: int = 32) -> dict:
     "Load a GGUF with llama-cpp-python (f32 KV cache) and compare token ids, logits and `n_greedy` greedy tokens with Mint on `text`."
     import llama_cpp
     from mint.generate import allowed_logits
+    _quiet(llama_cpp)
     llm = llama_cpp.Llama(str(path), n_ctx=cfg.max_seq_len, n_batch=cfg.max_seq_len, logits_all=True, verbose=False,
                           type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32, n_threads=2)
     ids = tok.encode(text)[: cfg.max_seq_len]

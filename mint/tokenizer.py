@@ -10,7 +10,7 @@ from .vocab import Vocab, SPECIAL_TOKENS, PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
 
 # %% auto #0
 __all__ = ['TOKENIZER_KINDS', 'GGUF_NORMAL', 'GGUF_UNKNOWN', 'GGUF_CONTROL', 'BPETokenizer', 'tokenizer_kind',
-           'tokenizer_from_dict', 'build_tokenizer', 'encode_corpus', 'TextStream', 'hf_tokenizer',
+           'tokenizer_from_dict', 'build_tokenizer', 'encode_corpus', 'TextStream', 'char_aliases', 'hf_tokenizer',
            'hf_tokenizer_config', 'unknown_prefixes', 'double_array', 'precompiled_charsmap', 'charsmap_normalize',
            'gguf_tokenizer']
 
@@ -145,12 +145,23 @@ class TextStream:
         return new
 
 # %% ../nbs/01a_tokenizer.ipynb #1f495d8d
+def char_aliases(vocab: Vocab) -> dict[str, str]:
+    "`{character: entry}` for every character that is not an entry of `vocab` but that `vocab.encode` maps onto one."
+    cps = np.arange(0x110000)
+    cps = cps[(cps < 0xD800) | (cps >= 0xE000)]                  # surrogates are not text
+    ids = vocab.encode("".join(map(chr, cps.tolist())))
+    return {chr(int(cps[i])): vocab.itos[ids[i]] for i in np.flatnonzero(ids != UNK).tolist()
+            if vocab.itos[ids[i]] != chr(int(cps[i]))}
+
+# %% ../nbs/01a_tokenizer.ipynb #fce258f9
 def hf_tokenizer(tok):
     "A `tokenizers.Tokenizer` that encodes and decodes exactly as Mint's `tok` (a `Vocab` or a `BPETokenizer`)."
-    from tokenizers import Tokenizer, models, pre_tokenizers, decoders, Regex, AddedToken
+    from tokenizers import Tokenizer, models, pre_tokenizers, decoders, normalizers, Regex, AddedToken
     if isinstance(tok, BPETokenizer): t = Tokenizer.from_str(tok.tok.to_str())
     else:
         t = Tokenizer(models.WordLevel(vocab=dict(tok.stoi), unk_token=SPECIAL_TOKENS[UNK]))
+        aliases = char_aliases(tok)
+        if aliases: t.normalizer = normalizers.Sequence([normalizers.Replace(a, e) for a, e in aliases.items()])
         t.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
         t.decoder = decoders.Fuse()
         t.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in SPECIAL_TOKENS])
@@ -231,13 +242,17 @@ def double_array(keys: dict) -> np.ndarray:
     assert (units[:last] >> 10 & ((1 << 21) - 1)).max() < (1 << 21)
     return units[:last].astype(np.uint32)
 
-def precompiled_charsmap(known, placeholder: str) -> bytes:
-    "SentencePiece's precompiled charsmap that rewrites every character not in `known` as `placeholder` (NUL excepted)."
-    repl = placeholder.encode() + b"\0" + b"\0"                  # offset 0: the placeholder; then the empty string
-    keys = {p: 0 for p in unknown_prefixes(set(known))}
-    keys.update({bytes([c]): len(placeholder.encode()) + 1 for c in range(0x80, 0xC0)})  # the rest of a cut-short character
+def precompiled_charsmap(known, placeholder: str, aliases: dict | None = None) -> bytes:
+    "SentencePiece's precompiled charsmap that rewrites each of `aliases` as its entry and every other character not in `known` as `placeholder` (NUL excepted)."
+    aliases = aliases or {}
+    repl, offset = bytearray(), {}
+    for r in (placeholder, "", *aliases.values()):                # null-terminated replacement strings
+        if r not in offset: offset[r] = len(repl); repl += r.encode() + b"\0"
+    keys = {p: offset[placeholder] for p in unknown_prefixes(set(known) | set(aliases))}
+    keys.update({bytes([c]): offset[""] for c in range(0x80, 0xC0)})  # the rest of a cut-short character
+    keys.update({a.encode(): offset[e] for a, e in aliases.items() if a != "\0"})
     units = double_array(keys)
-    return struct.pack("<I", units.nbytes) + units.astype("<u4").tobytes() + repl
+    return struct.pack("<I", units.nbytes) + units.astype("<u4").tobytes() + bytes(repl)
 
 def charsmap_normalize(blob: bytes, text: str) -> str:
     "What llama.cpp's Unigram normalizer makes of `text` with the charsmap `blob` (a reference for the checks)."
@@ -284,5 +299,5 @@ def gguf_tokenizer(tok) -> dict:
     tokens[UNK] = placeholder
     types = [GGUF_NORMAL if i == UNK or i >= len(SPECIAL_TOKENS) else GGUF_CONTROL for i in range(len(tokens))]
     return dict(model="t5", pre=None, tokens=tokens, scores=[0.0] * len(tokens), types=types, merges=None,
-                charsmap=precompiled_charsmap(tok.chars, placeholder), bos=BOS, eos=EOS, unk=PAD, pad=PAD,
+                charsmap=precompiled_charsmap(tok.chars, placeholder, char_aliases(tok)), bos=BOS, eos=EOS, unk=PAD, pad=PAD,
                 note="NUL (U+0000) becomes <pad> in llama.cpp (Mint: <unk>)")
