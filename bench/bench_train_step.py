@@ -99,26 +99,31 @@ class TorchPeer:
         return time.perf_counter() - t0, loss
 
 
+GEMM_LABEL = {"mint": "", "cublas": ", cuBLAS FP32", "cublas-tf32": ", cuBLAS TF32"}
+
+
 class MintGPU:
     "Mint's GPU path: `mint.gpu_train.GpuEngine.step` (everything on the device); counts launches and host time per step."
-    precision = "fp32"
-    def __init__(self, cfg, params, batch_size, seq_len, attention="unfused"):
+    def __init__(self, cfg, params, batch_size, seq_len, attention="unfused", gemm="mint", graphs=True):
         from mint.core import gpu_available
         if not gpu_available(): raise SystemExit("--device cuda: numba sees no CUDA GPU (or NUMBA_ENABLE_CUDASIM is set)")
         from numba import cuda
         from mint.gpu_train import GpuEngine
-        self.name = "Mint (numba.cuda)" + (", flash attention" if attention == "flash" else "")
+        from mint.gemm import gemm_provider
+        self.name = "Mint (numba.cuda)" + (", flash attention" if attention == "flash" else "") + GEMM_LABEL[gemm]
+        self.precision = "tf32" if gemm == "cublas-tf32" else "fp32"
+        self.gemm = lambda: gemm_provider(gemm)          # the GEMM provider of this side's steps (and its CUDA graph)
         ctx = cuda.current_context()
         free0 = ctx.get_memory_info()[0]
         tcfg = TrainConfig(batch_size=batch_size, seq_len=seq_len, lr=LR, max_grad_norm=MAX_NORM, attention=attention)
-        self.engine, self.t = GpuEngine(params.copy(), cfg, tcfg), 0
+        self.engine, self.t = GpuEngine(params.copy(), cfg, tcfg, graphs), 0
         self.peak_bytes = free0 - ctx.get_memory_info()[0]      # what the engine holds: workspace, params, grads, m, v
         self.launches, self.host_s = [], []
 
     def step(self, batch) -> float:
         self.t += 1
         t0 = time.perf_counter()
-        with self.engine:
+        with self.engine, self.gemm():
             loss = self.engine.step(batch, LR, self.t)
         self.host_s.append(self.engine.t_issued - t0)
         self.launches.append(self.engine.counts["launches"][-1] if self.engine.counts["launches"] else None)
@@ -126,7 +131,7 @@ class MintGPU:
 
     def run(self, batches) -> tuple[float, float]:
         t0 = time.perf_counter()
-        with self.engine:
+        with self.engine, self.gemm():
             for b in batches:
                 self.t += 1
                 loss = self.engine.step(b, LR, self.t)
@@ -150,8 +155,11 @@ def bench_preset(name: str, args) -> dict:
         sides = [MintCPU(cfg, params, B, T), TorchPeer(cfg, params, "cpu", "PyTorch CPU")]
         if args.compile: sides.append(TorchPeer(cfg, params, "cpu", "PyTorch CPU + compile", compile=True))
     else:
-        sides = [MintGPU(cfg, params, B, T)]
-        if args.flash: sides.append(MintGPU(cfg, params, B, T, attention="flash"))
+        g = not args.no_graphs
+        sides = [MintGPU(cfg, params, B, T, graphs=g)]
+        if args.flash: sides.append(MintGPU(cfg, params, B, T, attention="flash", graphs=g))
+        for gm in args.gemm:                               # the second GEMM provider, with the best attention asked for
+            sides.append(MintGPU(cfg, params, B, T, attention="flash" if args.flash else "unfused", gemm=gm, graphs=g))
         sides += [TorchPeer(cfg, params, "cuda", "PyTorch CUDA eager, TF32 off"),
                   TorchPeer(cfg, params, "cuda", "PyTorch CUDA eager, TF32 on")]
         if not args.no_compile: sides.append(TorchPeer(cfg, params, "cuda", "PyTorch CUDA compile, TF32 on", compile=True))
@@ -168,7 +176,7 @@ def bench_preset(name: str, args) -> dict:
         if isinstance(s, MintGPU): peak[s.name] = s.peak_bytes
     ref = first[sides[0].name]
     for s in sides:
-        if "TF32 on" not in s.name:
+        if s.precision != "tf32":
             d = max(abs(a - b) for a, b in zip(first[s.name][:2], ref[:2]))
             if d > 1e-3: raise RuntimeError(f"{s.name}: first-step losses {first[s.name][:2]} differ from {ref[:2]} by {d:.1e}")
 
@@ -215,6 +223,9 @@ def main(argv=None):
     ap.add_argument("--compile", action="store_true", help="CPU: also time torch.compile'd PyTorch")
     ap.add_argument("--no-compile", action="store_true", help="GPU: skip torch.compile'd PyTorch")
     ap.add_argument("--flash", action="store_true", help="GPU: also time Mint with the fused (flash) attention kernels")
+    ap.add_argument("--gemm", nargs="+", default=[], choices=["cublas", "cublas-tf32"],
+                    help="GPU: also time Mint with these GEMM providers (cuBLAS through cupy, `mint.gemm.set_gemm_provider`)")
+    ap.add_argument("--no-graphs", action="store_true", help="GPU: launch Mint's kernels one by one (no CUDA graph of the step)")
     ap.add_argument("--name", default=None, help="results file bench/results/<name>.jsonl (default train_step_<device>)")
     ap.add_argument("--no-record", action="store_true", help="print only; append nothing to bench/results/")
     args = ap.parse_args(argv)

@@ -9,7 +9,7 @@
 #      bench/gpu_train_run.py (GPU = CPU for 50 steps, speed with and without CUDA graphs, stop-and-resume)
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
-# Prepare once on the development machine (both folders are git-ignored via .git/info/exclude):
+# Prepare once on the development machine (both folders are in .gitignore):
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 \
 #     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any -d .whl nbdev==3.3.26 fastcore==2.2.38 \
 #     execnb ijson mwparserfromhell ipywidgets widgetsnbextension jupyterlab_widgets comm nbclient nbformat jupyter_client \

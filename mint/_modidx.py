@@ -80,6 +80,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                           'mint.cli._raise_terminated': ('cli.html#_raise_terminated', 'mint/cli.py'),
                           'mint.cli._size': ('cli.html#_size', 'mint/cli.py'),
                           'mint.cli._subparser_defaults': ('cli.html#_subparser_defaults', 'mint/cli.py'),
+                          'mint.cli._train': ('cli.html#_train', 'mint/cli.py'),
                           'mint.cli.build_parser': ('cli.html#build_parser', 'mint/cli.py'),
                           'mint.cli.cmd_chat': ('cli.html#cmd_chat', 'mint/cli.py'),
                           'mint.cli.cmd_demo': ('cli.html#cmd_demo', 'mint/cli.py'),

@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", default=None, help="run folder for checkpoints (default: RUNS/peoples_daily or RUNS/<data>; RUNS = $MINT_HOME/runs, else runs/ of the Mint clone you are in, else ~/.mint/runs)")
     t.add_argument("--resume", default=None, metavar="RUN", help="continue the run in folder RUN where it stopped (its data and settings; --steps, --time-limit, --eval-every, --device may change)")
     t.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto (default) uses a real GPU if present")
+    t.add_argument("--gemm", default="mint", choices=["mint", "cublas", "cublas-tf32"], help="GPU matrix products: mint (default, the hand-written kernel of chapter 04a), or cuBLAS through cupy in FP32 or TF32 (needs mint[cublas12] or mint[cublas13])")
     par = t.add_mutually_exclusive_group()
     par.add_argument("--gpus", type=_positive(int), default=None, help="data parallel on N GPUs of this host, one process each (NCCL); --batch-size stays the global batch")
     par.add_argument("--ranks", type=_positive(int), default=None, help="data parallel in N processes on any device; with --device cpu they use gloo (needs torch) — to test the machinery, not for speed")
@@ -139,7 +140,7 @@ def _find_ckpt(ckpt, kind: str) -> str:
     how = ("`mint train`" if kind == "lm" else "`mint demo`, or `mint train --data chatterbot --init RUNS/peoples_daily`")
     raise ValueError(f"no {'language' if kind == 'lm' else 'chat'} model found under {root}: train one with {how}, or pass --ckpt")
 
-RESUME_MAY_SET = ("steps", "time_limit", "eval_every", "device", "no_progress", "resume")
+RESUME_MAY_SET = ("steps", "time_limit", "eval_every", "device", "gemm", "no_progress", "resume")
 
 def _subparser_defaults(name: str) -> dict:
     ap = build_parser()
@@ -158,6 +159,14 @@ def _outcome(rep: dict) -> int:
     return rep["exit_code"]
 
 def cmd_train(a):
+    if a.gemm != "mint":
+        if a.device == "cpu": raise ValueError(f"--gemm {a.gemm} is for GPU training; --device cpu multiplies with NumPy")
+        if a.gpus or a.ranks: raise ValueError(f"--gemm {a.gemm} is for one process; the ranks of --gpus/--ranks use Mint's GEMM")
+        from mint.gemm import gemm_provider
+        with gemm_provider(a.gemm): return _train(a)     # fails here, naming the fix, when cupy or a GPU is missing
+    return _train(a)
+
+def _train(a):
     from mint.train import TrainConfig
     from mint.pipeline import train_corpus, resume_corpus
     time_limit = a.time_limit * 60 if a.time_limit else None
@@ -166,7 +175,7 @@ def cmd_train(a):
         fixed = [k for k in dflt if k not in RESUME_MAY_SET and getattr(a, k) != dflt[k]]
         if fixed:
             raise ValueError(f"--resume continues a run with its own settings: {', '.join('--' + k.replace('_', '-') for k in fixed)} "
-                             f"cannot change (only --steps, --time-limit, --eval-every, --device); start a new run with --init to change them")
+                             f"cannot change (only --steps, --time-limit, --eval-every, --device, --gemm); start a new run with --init to change them")
         changes = {k: getattr(a, k) for k in ("steps", "eval_every") if getattr(a, k) != dflt[k]}
         return _outcome(resume_corpus(a.resume, device=a.device, progress=not a.no_progress, time_limit=time_limit, **changes))
     if a.init and a.preset is None: preset_name = None

@@ -222,8 +222,12 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
     log(format_report(rep))
     if out_dir is not None and (env is None or env.rank == 0):   # the one place a run ends (rank 0 writes the report)
         from mint.report import write_report
-        rep["report"] = str(write_report(out_dir, rep))
-        log(f"report: {rep['report']}")
+        try:                                                     # the report is a view of the run: failing to write it
+            rep["report"] = str(write_report(out_dir, rep))      # (a full disk, history.json not saved) never changes
+            log(f"report: {rep['report']}")                      # the run's outcome or exit code
+        except OSError as e:
+            rep["report"] = None
+            print(f"mint: warning: no report written: {e}", file=sys.stderr)
     return rep
 
 def format_report(rep: dict) -> str:

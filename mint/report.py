@@ -71,7 +71,8 @@ def curves_figure(hist: dict, title: str | None = None):
     left, right = fig.subfigures(1, 2, width_ratios=[3.2, 1.1])
     plot_history(hist, left, title)
     ax = right.subplots()
-    if hist["val_loss"]: ax.plot(hist["val_step"], np.exp(hist["val_loss"]), "o-", ms=4, color="C1")
+    v = np.asarray(hist["val_loss"], dtype=float)
+    if v.size: ax.plot(hist["val_step"], np.exp(np.where(v < 700, v, np.nan)), "o-", ms=4, color="C1")   # a diverged loss: no point, no overflow
     ax.set(xlabel="step", title="validation perplexity"); ax.grid(alpha=0.3)
     return fig
 
@@ -125,7 +126,7 @@ h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.6em;borde
 table{border-collapse:collapse;margin:.4em 0}td,th{padding:.2em .7em;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
 td.n{text-align:right;font-variant-numeric:tabular-nums}.key{display:flex;flex-wrap:wrap;gap:.5em 2em}
 .key div{min-width:9em}.key b{display:block;font-size:1.3em}.muted{color:#777}svg{max-width:100%;height:auto}
-.sample{white-space:pre-wrap}"""
+.sample{white-space:pre-wrap}.bad{color:#b00020}"""
 
 def _e(x) -> str: return html.escape(str(x), quote=False)
 
@@ -137,7 +138,7 @@ def _kv_table(d: dict) -> str:
     return "<table>" + "".join(f"<tr><th>{_e(k)}</th><td>{cell(v)}</td></tr>" for k, v in d.items()) + "</table>"
 
 def render_report(name: str, hist: dict, summary: dict, cfg: ModelConfig | None, meta: dict, samples: list) -> str:
-    "The report page (HTML text) of one run: key figures, curves, data, configs, parameter table, samples."
+    "The report page (HTML text) of one run: key figures, problems (if any), curves, data, configs, parameter table, samples."
     s = summary
     val = s.get("val_loss", meta.get("val_loss", min(hist["val_loss"], default=math.nan)))
     key = {"best validation loss (nats/char)": _num(val),
@@ -151,8 +152,10 @@ def render_report(name: str, hist: dict, summary: dict, cfg: ModelConfig | None,
     if s.get("mfu") is not None: key["MFU (of FP32 peak)"] = _num(100 * s["mfu"], "{:.2f} %")
     parts = [f"<h1>Mint training report: {_e(name)}</h1>",
              f"<p class=muted>{_e(s.get('stopped', 'finished'))}; written {_e(time.strftime('%Y-%m-%d %H:%M'))}</p>",
-             '<div class=key>' + "".join(f"<div>{k}<b>{v}</b></div>" for k, v in key.items()) + "</div>",
-             "<h2>Curves</h2>", figure_svg(curves_figure(hist)) if hist["step"] else "<p>no training step was completed</p>"]
+             '<div class=key>' + "".join(f"<div>{k}<b>{v}</b></div>" for k, v in key.items()) + "</div>"]
+    if s.get("problems"):                                          # what made the run fail (its exit code 1), first
+        parts += ["<h2 class=bad>Problems</h2><ul>" + "".join(f"<li>{_e(p)}</li>" for p in s["problems"]) + "</ul>"]
+    parts += ["<h2>Curves</h2>", figure_svg(curves_figure(hist)) if hist["step"] else "<p>no training step was completed</p>"]
     data = {k: s[k] for k in ("data", "kind", "train_samples", "val_samples") if k in s}
     if data: parts += ["<h2>Data</h2>", _kv_table(data)]
     if cfg is not None:

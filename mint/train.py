@@ -461,8 +461,9 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
         problems, ran, lr0 = [], step - start, tcfg.base_lr
         if reason == "diverged":
             problems.append(f"the training loss became {bad_loss} at step {step + 1}: training diverged; lower --lr (it was {lr0:g})")
-        if ran > 0 and reason != "diverged" and np.array_equal(w0, engine.host_params()):
-            problems.append(f"the weights never changed in {ran} steps: Adam rejected every update (non-finite, or a change above "
+        moving = sum(x > 0 for x in hist["lr"][len(hist["lr"]) - ran:]) if ran > 0 else 0   # warmup's first step has lr 0
+        if moving > 0 and reason != "diverged" and np.array_equal(w0, engine.host_params()):
+            problems.append(f"the weights never changed in {moving} steps with lr > 0: Adam rejected every update (non-finite, or a change above "
                             f"{engine.acfg.max_update:g}); lower --lr (it was {lr0:g})")
         if math.isfinite(best) and best > worst:
             problems.append(f"the best validation loss, {best:.4g} nats/token, is more than twice that of guessing uniformly "

@@ -126,3 +126,14 @@ def test_gpu_command_without_gpu(capsys, monkeypatch):
     monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
     code, out, _ = run(["gpu"], capsys)
     assert code == 1 and "no CUDA device found" in out
+
+
+@pytest.mark.parametrize("args, words", [(["--device", "cpu", "--gemm", "cublas"], ["--gemm cublas", "GPU training"]),
+                                         (["--gemm", "cublas-tf32"], ["cublas", "simulator"]),
+                                         (["--device", "cuda", "--ranks", "2", "--gemm", "cublas"], ["--gemm cublas", "one process"])])
+def test_gemm_provider_errors_before_training(args, words, tmp_path, capsys, monkeypatch):
+    "A second GEMM provider where it cannot run (the CPU, the simulator, several ranks) is one clear error, before any data is read."
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
+    code, out, err = run(["train", "--out", tmp_path / "r", *args, *SMALL], capsys)
+    msg = one_line_error(code, err)
+    assert all(w in msg for w in words) and "data:" not in out, msg

@@ -75,10 +75,26 @@ def tiny_setup():
     return go
 
 
+def killed_run(i, out, before, names):
+    "A run in a fresh process that dies (os._exit: no clean-up) at save event `i`, after copying `names` from `out` to `before`."
+    C.CHUNK = 8192
+    n = [0]
+    def kill_here(pt, path):
+        if n[0] == i:
+            before.mkdir()
+            for f in names:
+                if (out / f).exists(): shutil.copy(out / f, before / f)
+            os._exit(137)
+        n[0] += 1
+    C.fault_hook = kill_here
+    try: tiny_setup()(out)
+    finally: os._exit(0)
+
+
 @POSIX
 def test_a_save_killed_at_every_stage_leaves_the_old_or_the_new_whole_file(tmp_path, monkeypatch):
     """Record every stage of every atomic write of a run (create, each write of an 8 KiB chunk, fsync, rename, folder
-    fsync; best checkpoint, training state, history), then for each stage kill a forked copy of the run right there
+    fsync; best checkpoint, training state, history), then for each stage kill a copy of the run right there
     (os._exit: no clean-up) and check what it left: each file is byte-identical to what was on disk before, or a newer
     whole one that loads; the run resumes from it to the same losses as the uninterrupted run."""
     go = tiny_setup()
@@ -93,23 +109,16 @@ def test_a_save_killed_at_every_stage_leaves_the_old_or_the_new_whole_file(tmp_p
     assert sum(p == "wrote" for p, n in events if n == STATE_NAME) > 3 * 4     # several writes per state file
     kinds = {"best.safetensors": lambda p: load_checkpoint(p).meta["step"], STATE_NAME: lambda p: T.load_train_state(p).step,
              "history.json": lambda p: len(json.loads(p.read_text())["loss"])}
+    # The copies are forked by a fork server that never ran a parallel numba loop: forking this process, which has,
+    # would abort the child (GNU OpenMP is not fork-safe; numba's threading-layer docs say to use spawn or forkserver).
+    import multiprocessing as mp
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["mint.train", "mint.checkpoint"])
     for i, (point, name) in enumerate(events):
         out, before = tmp_path / f"k{i}", tmp_path / f"b{i}"
-        pid = os.fork()
-        if pid == 0:                                                          # the child: run, and die at event i
-            n = [0]
-            def kill_here(pt, path):
-                if n[0] == i:
-                    before.mkdir()
-                    for f in kinds:
-                        if (out / f).exists(): shutil.copy(out / f, before / f)
-                    os._exit(137)
-                n[0] += 1
-            C.fault_hook = kill_here
-            try: go(out)
-            finally: os._exit(0)
-        _, status = os.waitpid(pid, 0)
-        assert os.WEXITSTATUS(status) == 137, (i, point, name)
+        p = ctx.Process(target=killed_run, args=(i, out, before, list(kinds)))
+        p.start(); p.join()
+        assert p.exitcode == 137, (i, point, name)
         for f, read in kinds.items():
             old, new = before / f, out / f
             if not new.exists():

@@ -7,10 +7,13 @@ spec = importlib.util.spec_from_file_location("check_outputs", ROOT / "tools" / 
 check_outputs = importlib.util.module_from_spec(spec); spec.loader.exec_module(check_outputs)
 
 
-def notebook(tmp_path, *outputs) -> Path:
+KERNEL = {"kernelspec": {"display_name": "python3", "language": "python", "name": "python3"}}
+
+
+def notebook(tmp_path, *outputs, metadata=KERNEL) -> Path:
     p = tmp_path / "nb.ipynb"
     p.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "x", "metadata": {}, "outputs": list(outputs)}],
-                             "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+                             "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}))
     return p
 
 
@@ -24,6 +27,11 @@ def test_flags_paths_ansi_warnings_and_errors(tmp_path):
            {"output_type": "error", "ename": "ValueError", "evalue": "boom", "traceback": []}]
     for out in bad:
         assert check_outputs.problems(notebook(tmp_path, out)), out
+
+
+def test_flags_a_notebook_without_a_kernelspec(tmp_path):
+    "Jupyter opens such a notebook behind a 'Select Kernel' dialog."
+    assert [w for _, w, _ in check_outputs.problems(notebook(tmp_path, metadata={}))] == ["no kernelspec"]
 
 
 def test_passes_what_a_chapter_may_print(tmp_path):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Fail if a notebook's stored outputs show what a reader should not see: a machine path, an ANSI escape code,
-a warning, or an error. Run by .ci/run; `python tools/check_outputs.py [NOTEBOOK ...]` (default: nbs/*.ipynb).
+a warning, or an error; and a notebook stored without a kernelspec. Run by .ci/run; `python tools/check_outputs.py [NOTEBOOK ...]` (default: nbs/*.ipynb).
 
 Stored outputs come from a clean run (`python tools/run_notebooks.py`): what the chapter prints, nothing of the
 machine it ran on."""
@@ -30,6 +30,8 @@ def problems(path: Path) -> list:
     "`(cell number, what, excerpt)` for every offending stored output of the notebook at `path`."
     nb = json.loads(path.read_text(encoding="utf-8"))
     found = []
+    if not (nb.get("metadata", {}).get("kernelspec") or {}).get("name"):   # Jupyter would open it behind "Select Kernel"
+        found.append((0, "no kernelspec", "add the notebook metadata's kernelspec (python3), as nbs/00_core.ipynb has"))
     for i, cell in enumerate(nb.get("cells", [])):
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
