@@ -7,6 +7,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 if str(ROOT) not in sys.path: sys.path.insert(1, str(ROOT))     # `import mint` without `pip install -e .`
+# Both sides run under the OpenMP setting `mint` runs under (mint.core sets it: OpenMP threads sleep after a parallel
+# loop instead of spinning on the cores BLAS needs next). It must be set before torch loads the OpenMP runtime that it
+# shares with numba; on 2 cores PyTorch CPU was not slower with it (2026-12-01: training within ±20% either way
+# between runs, decoding faster). Recorded in each result's host info.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def cpu_model() -> str:
@@ -58,6 +63,7 @@ def host_info(device: str = "cpu") -> dict:
     except ImportError:
         pass
     info["blas"] = blas_threads()
+    info["omp_wait_policy"] = os.environ.get("OMP_WAIT_POLICY")
     if hasattr(os, "getloadavg"): info["loadavg_1_5_15"] = [round(x, 2) for x in os.getloadavg()]   # other work on the host skews timings
     info["device"] = info.get("gpu") if device == "cuda" else f"{info['cpu']} ({info['cpus_usable']} cores)"
     return info

@@ -204,6 +204,11 @@ def skip_gpu_cells_without_gpu():
 
 # The chapters launch small grids on purpose (a few blocks, to show a kernel); numba would warn at each launch.
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
+# The CPU path alternates numba's parallel loops (OpenMP threads) with NumPy's BLAS calls (OpenBLAS threads). By default
+# OpenMP threads spin after each loop and take the cores the BLAS threads need next: on 2 cores the tiny training step
+# ran 1.8x and the medium one 1.4x faster, and decoding 3-4x, with OpenMP's threads sleeping at once (bench/README.md).
+# Read when numba first loads its OpenMP pool; set OMP_WAIT_POLICY yourself to override.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 use_simulator_without_gpu()
 skip_gpu_cells_without_gpu()
 
