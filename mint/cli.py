@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--max", type=_positive(int), default=None, dest="max_samples", help="use at most N samples of the corpus")
     t.add_argument("--init", default=None, help="fine-tune from this checkpoint (keeps its vocab and config)")
     t.add_argument("--out", default=None, help="run folder for checkpoints (default: RUNS/peoples_daily or RUNS/<data>; RUNS = $MINT_HOME/runs, else runs/ of the Mint clone you are in, else ~/.mint/runs)")
-    t.add_argument("--resume", default=None, metavar="RUN", help="continue the run in folder RUN where it stopped (its data and settings; --steps, --time-limit, --eval-every, --device may change)")
+    t.add_argument("--resume", default=None, metavar="RUN", help="continue the run in folder RUN where it stopped (its data and settings; --steps, --time-limit, --eval-every, --device, --gemm may change, and --gpus/--ranks/--grad-accum, since the global batch stays the same)")
     t.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto (default) uses a real GPU if present")
     t.add_argument("--gemm", default="mint", choices=["mint", "cublas", "cublas-tf32"], help="GPU matrix products: mint (default, the hand-written kernel of chapter 04a), or cuBLAS through cupy in FP32 or TF32 (needs mint[cublas12] or mint[cublas13])")
     par = t.add_mutually_exclusive_group()
@@ -140,7 +140,7 @@ def _find_ckpt(ckpt, kind: str) -> str:
     how = ("`mint train`" if kind == "lm" else "`mint demo`, or `mint train --data chatterbot --init RUNS/peoples_daily`")
     raise ValueError(f"no {'language' if kind == 'lm' else 'chat'} model found under {root}: train one with {how}, or pass --ckpt")
 
-RESUME_MAY_SET = ("steps", "time_limit", "eval_every", "device", "gemm", "no_progress", "resume")
+RESUME_MAY_SET = ("steps", "time_limit", "eval_every", "device", "gemm", "gpus", "ranks", "grad_accum", "no_progress", "resume")
 
 def _subparser_defaults(name: str) -> dict:
     ap = build_parser()
@@ -175,9 +175,11 @@ def _train(a):
         fixed = [k for k in dflt if k not in RESUME_MAY_SET and getattr(a, k) != dflt[k]]
         if fixed:
             raise ValueError(f"--resume continues a run with its own settings: {', '.join('--' + k.replace('_', '-') for k in fixed)} "
-                             f"cannot change (only --steps, --time-limit, --eval-every, --device, --gemm); start a new run with --init to change them")
+                             f"cannot change (only --steps, --time-limit, --eval-every, --device, --gemm, --gpus, --ranks, --grad-accum); start a new run with --init to change them")
         changes = {k: getattr(a, k) for k in ("steps", "eval_every") if getattr(a, k) != dflt[k]}
-        return _outcome(resume_corpus(a.resume, device=a.device, progress=not a.no_progress, time_limit=time_limit, **changes))
+        if a.gpus and a.device == "cpu": raise ValueError("--gpus with --device cpu: use --ranks N for CPU processes")
+        return _outcome(resume_corpus(a.resume, device="cuda" if a.gpus else a.device, progress=not a.no_progress,
+                                      time_limit=time_limit, ranks=a.gpus or a.ranks or 1, grad_accum=a.grad_accum, **changes))
     if a.init and a.preset is None: preset_name = None
     else: preset_name = a.preset or "tiny"
     if a.gpus and a.device == "cpu": raise ValueError("--gpus with --device cpu: use --ranks N for CPU processes")

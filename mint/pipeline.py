@@ -128,8 +128,9 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
 RESUMABLE_CHANGES = ("steps", "time_limit", "eval_every", "eval_batches")
 
 def resume_corpus(run, device: str = "auto", progress: bool = True, log=print, control=None, on_end=(), callbacks=(),
-                  **changes) -> dict:
-    "Continue the run in folder `run` from its training state — its data, settings, weights, Adam moments, step and batch order; `changes` may set steps, time_limit, eval_every, eval_batches. Returns the report dict."
+                  ranks: int = 1, grad_accum: int = 1, **changes) -> dict:
+    "Continue the run in folder `run` from its training state — its data, settings, weights, Adam moments, step and batch order; `changes` may set steps, time_limit, eval_every, eval_batches. `ranks`, `grad_accum` as in `train_corpus`, whatever the run started with (the global batch and its order do not depend on them). Returns the report dict."
+    from mint import distributed as dist
     from mint.checkpoint import RunLock, STATE_NAME
     from mint.train import load_train_state
     bad = set(changes) - set(RESUMABLE_CHANGES)
@@ -137,7 +138,20 @@ def resume_corpus(run, device: str = "auto", progress: bool = True, log=print, c
     t_start = time.perf_counter()
     dev = get_device(device)
     out_dir = Path(run).parent if Path(run).name == STATE_NAME else Path(run)
-    with RunLock(out_dir, log=_note):
+    env = dist.rank_env()
+    ranks = env.world_size if env is not None else ranks
+    if env is None and ranks > 1:                         # start the ranks; each one runs this function (rank 0 locks)
+        st = load_train_state(out_dir)                    # a missing or damaged state fails here, once
+        micro = dist.micro_batch_size(st.tcfg.batch_size, ranks, grad_accum)
+        log(f"data parallel: {ranks} {'GPUs (NCCL)' if dev == 'cuda' else 'CPU processes (gloo)'}, global batch "
+            f"{st.tcfg.batch_size} = {ranks} ranks × {grad_accum} micro-batch(es) × {micro} rows")
+        return dist.launch(resume_corpus, dict(run=str(out_dir), device=dev, progress=progress, grad_accum=grad_accum, **changes),
+                           ranks, dev)
+    first = env is None or env.rank == 0                  # the rank that writes, logs and holds the folder's lock
+    if env is not None:
+        if dev == "cuda": dist.use_gpu(env.local_rank)
+        if not first: log, progress, on_end, callbacks = (lambda *a, **k: None), False, (), ()
+    with RunLock(out_dir, log=_note) if first else contextlib.nullcontext():
         st = load_train_state(out_dir)
         spec = st.meta.get("run")
         if not isinstance(spec, dict): raise ValueError(f"{out_dir}: this run was not started by `mint train`; resume it with mint.train.run_training(resume=...)")
@@ -147,8 +161,10 @@ def resume_corpus(run, device: str = "auto", progress: bool = True, log=print, c
         tcfg = dataclasses.replace(tcfg, **{k: v for k, v in changes.items() if v is not None or k == "time_limit"})
         if tcfg.steps <= st.step:
             raise ValueError(f"{out_dir}: the run has done its {st.step} of {tcfg.steps} steps; pass --steps N (more than {st.step}) to train longer")
+        dist.micro_batch_size(tcfg.batch_size, ranks, grad_accum)   # the batch splits into ranks × micro-batches, or one line
         log(f"resuming {out_dir} at step {st.step} of {tcfg.steps}")
-        return _train_run(spec, tcfg, out_dir, dev, progress, log, control, on_end, t_start, state=st, callbacks=callbacks)
+        return _train_run(spec, tcfg, out_dir, dev, progress, log, control, on_end, t_start, state=st, callbacks=callbacks,
+                          env=env, grad_accum=grad_accum)
 
 def _note(s): print(s, file=sys.stderr)
 

@@ -220,3 +220,25 @@ def test_cli_two_cpu_ranks_equal_one_and_only_rank0_writes(tmp_path, capsys):
     assert max_rel(two["loss"], one["loss"]) < 1e-5 and max_rel(two["val_loss"], one["val_loss"]) < 1e-5
     assert sorted(f.name for f in (tmp_path / "two").iterdir()) == sorted(f.name for f in (tmp_path / "one").iterdir())
     assert list(work.iterdir()) == []                                   # nothing written anywhere else
+
+
+@needs_torch
+def test_resume_on_another_number_of_ranks(tmp_path):
+    "A 1-rank run stopped (SIGINT) after step 4 and resumed with --ranks 2 ends with the losses of a 1-rank run that never stopped."
+    args = ["train", "--max", "400", "--steps", "8", *SMALL]
+    assert main([*args, "--out", str(tmp_path / "full")]) == 0
+    stop = ("import os, signal, mint.train as T\n_s = T.Engine.step\n"
+            "def step(self, b, lr, i):\n    loss = _s(self, b, lr, i)\n    if i == 4: os.kill(os.getpid(), signal.SIGINT)\n    return loss\n"
+            "T.Engine.step = step\n")
+    cli = "import sys\n{}from mint.cli import main\nsys.exit(main(sys.argv[1:]))"
+    p = subprocess.run([sys.executable, "-c", cli.format(stop), *args, "--out", str(tmp_path / "cut")], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 130, p.stderr
+    p = subprocess.run([sys.executable, "-c", cli.format(""), "train", "--resume", str(tmp_path / "cut"), "--ranks", "2",
+                        "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "data parallel: 2" in p.stdout and "resuming" in p.stdout
+    full, cut = (json.loads((tmp_path / d / "history.json").read_text()) for d in ("full", "cut"))
+    assert cut["step"] == full["step"] == list(range(1, 9))
+    val = dict(zip(cut["val_step"], cut["val_loss"]))                   # the stop validated at step 4 too
+    assert max_rel(cut["loss"], full["loss"]) < 1e-5 and max_rel([val[s] for s in full["val_step"]], full["val_loss"]) < 1e-5
