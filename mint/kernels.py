@@ -79,9 +79,9 @@ def _shape_name(shape, dims: dict) -> str:
 def _shape_ok(shape, got: tuple, dims: dict) -> bool:
     "Does `got` match `shape` (ints exact, None any, names equal to their bound length)? Binds new names in `dims` if so."
     if len(got) != len(shape): return False
-    new = dict(dims)
+    new = {}
     for s, n in zip(shape, got):
-        if isinstance(s, str): s = new.setdefault(s, n)
+        if isinstance(s, str): s = dims[s] if s in dims else new.setdefault(s, n)
         if s is not None and s != n: return False
     dims.update(new)
     return True
@@ -111,11 +111,16 @@ def check_args(fn: str, /, outs: tuple = (), inplace: bool = False, **args) -> b
             want = " ".join(w for w in ((_type_name(_dtypes(dtype, dev)) if dtype is not None else ""),
                                         (_shape_name(shape, dims) if shape is not None else "")) if w)
             raise ValueError(f"{fn}: {k} must be {want}, got {np.dtype(a.dtype).name} {tuple(a.shape)}")
-    lay = {k: _Layout(v[0]) for k, v in spec.items()} if any(o in spec for o in outs) else {}
+    lay = {}                                             # layouts, made only for pairs that may overlap
+    def layout(k):
+        if k not in lay: lay[k] = _Layout(spec[k][0])
+        return lay[k]
     for o in outs:
         if o not in spec: continue
         for k in spec:
-            if k == o or not _overlap(lay[o], lay[k]): continue
+            if k == o: continue
+            if not dev and not np.may_share_memory(spec[o][0], spec[k][0]): continue   # disjoint bounds (C, the common case)
+            if not _overlap(layout(o), layout(k)): continue
             if inplace and k not in outs and lay[o].key == lay[k].key: continue
             why = f" without being {k} itself (the one overlap in place allows)" if inplace and k not in outs else ""
             raise ValueError(f"{fn}: {o} overlaps {k}{why}: pass a separate buffer")
