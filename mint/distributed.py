@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from .core import ModelConfig, on_device  # before numba: without a GPU it switches the simulator on
 from numba import cuda
-from .kernels import grid1d, check_args, copy
+from .kernels import grid1d, check_args, copy, stream_handle
 from .data import Batch
 from .model import n_params, views
 from .train import TrainConfig, TrainResult, CpuEngine, run_training
@@ -363,11 +363,11 @@ class NcclCollective(Collective):
             time.sleep(0 if i < 2000 else 1e-4)
     def _sum(self, buf):
         self._t0.record(self.stream)
-        self.lib.all_reduce(self.comm, buf, int(self.stream))
+        self.lib.all_reduce(self.comm, buf, stream_handle())   # Mint's launch stream (numba's default)
         self._wait("all-reduce")
         self.last_ms = cuda.event_elapsed_time(self._t0, self._t1)
     def broadcast(self, buf, root: int = 0):
-        self.lib.broadcast(self.comm, buf, root, int(self.stream)); self._wait("broadcast")
+        self.lib.broadcast(self.comm, buf, root, stream_handle()); self._wait("broadcast")
         return buf
     def barrier(self): self._sum(self._scratch[:1])
     def reduce_host(self, values) -> np.ndarray:
