@@ -4,18 +4,29 @@
 
 # %% ../nbs/16_generate.ipynb #0139b847
 from __future__ import annotations
-import warnings
+import contextlib, warnings
 from typing import Iterator
 import numpy as np
 from .core import ModelConfig, on_device
+from .kernels import unchecked
 from .vocab import Vocab, PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
 from .model import Workspace, KVCache, views, forward
 
 # %% auto #0
-__all__ = ['NEVER_SAMPLED', 'Decoder', 'allowed_logits', 'check_sampling', 'sample_next', 'stream', 'check_prompt', 'generate',
-           'sampling_stages', 'plot_sampling_stages', 'next_token_logits', 'sampling_playground', 'sampling_widget']
+__all__ = ['NEVER_SAMPLED', 'serial_loops', 'Decoder', 'allowed_logits', 'check_sampling', 'sample_next', 'stream',
+           'check_prompt', 'generate', 'sampling_stages', 'plot_sampling_stages', 'next_token_logits',
+           'sampling_playground', 'sampling_widget']
 
 # %% ../nbs/16_generate.ipynb #b168a456
+@contextlib.contextmanager
+def serial_loops():
+    "numba's parallel CPU loops called from this thread run on it alone inside (waking the other threads for one row costs more than the row)."
+    import numba
+    n = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try: yield
+    finally: numba.set_num_threads(n)
+
 class Decoder:
     "Incremental (KV-cached) decoding of one sequence through `mint.model.forward`: `feed(tokens) -> logits[V]` (float64, host) of the last token; `device` 'cpu' or 'cuda'."
     def __init__(self, params: np.ndarray, cfg: ModelConfig, device: str = "cpu", capacity: int | None = None):
@@ -33,6 +44,7 @@ class Decoder:
             self.kv = KVCache(cfg, capacity, dtype=params.dtype)
         else: raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
         self.pos = 0                                   # the position of the next token
+        self._checked = set()                          # chunk lengths whose launches were checked once (then trusted)
     @property
     def length(self) -> int: return self.kv.length
     @property
@@ -48,7 +60,11 @@ class Decoder:
             chunk = tokens[i:i + self.ws.seq_len]
             n = len(chunk)
             v = self.ws.load(chunk[None], np.arange(self.pos, self.pos + n, dtype=np.int32)[None])
-            logits = forward(self.W, self.cfg, v, self.kv)
+            with contextlib.ExitStack() as stack:
+                if n in self._checked: stack.enter_context(unchecked())   # the same buffers as last time: checked once
+                if n == 1: stack.enter_context(serial_loops())          # one token is too little work to share out
+                logits = forward(self.W, self.cfg, v, self.kv)
+            self._checked.add(n)
             self.pos += n
         last = logits[n - 1]
         return np.asarray(last.copy_to_host() if on_device(last) else last, np.float64)
