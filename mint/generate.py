@@ -8,7 +8,7 @@ import contextlib, warnings
 from typing import Iterator
 import numpy as np
 from .core import ModelConfig, on_device
-from .kernels import unchecked
+from .kernels import unchecked, capture
 from .vocab import Vocab, PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
 from .model import Workspace, KVCache, views, forward
 
@@ -28,9 +28,12 @@ def serial_loops():
     finally: numba.set_num_threads(n)
 
 class Decoder:
-    "Incremental (KV-cached) decoding of one sequence through `mint.model.forward`: `feed(tokens) -> logits[V]` (float64, host) of the last token; `device` 'cpu' or 'cuda'."
-    def __init__(self, params: np.ndarray, cfg: ModelConfig, device: str = "cpu", capacity: int | None = None):
-        self.cfg = cfg
+    """Incremental (KV-cached) decoding of one sequence through `mint.model.forward`: `feed(tokens) -> logits[V]` (float64,
+    host) of the last token; `device` 'cpu' or 'cuda'. On 'cuda' the one-token step is recorded once as a CUDA graph and
+    replayed (`graphs=False`, or a cuBLAS GEMM provider: kernel by kernel)."""
+    def __init__(self, params: np.ndarray, cfg: ModelConfig, device: str = "cpu", capacity: int | None = None,
+                 graphs: bool = True):
+        self.cfg, self.device, self.graphs, self._graph = cfg, device, graphs, None
         T = cfg.max_seq_len
         if device == "cuda":
             from numba import cuda
@@ -38,6 +41,8 @@ class Decoder:
             self.ws = device_workspace(cfg, 1, T, training=False)
             self.W = views(cuda.to_device(np.asarray(params, np.float32)), cfg)
             self.kv = KVCache(cfg, capacity, alloc=lambda shape, dt: cuda.device_array(shape, dt))
+            self.kv.length_dev = cuda.device_array(1, np.int32)       # the cache position, uploaded before every step
+            self._length_host = cuda.pinned_array(1, np.int32)
         elif device == "cpu":
             self.ws = Workspace(cfg, 1, T, params.dtype, training=False)
             self.W = views(params, cfg)
@@ -63,11 +68,28 @@ class Decoder:
             with contextlib.ExitStack() as stack:
                 if n in self._checked: stack.enter_context(unchecked())   # the same buffers as last time: checked once
                 if n == 1: stack.enter_context(serial_loops())          # one token is too little work to share out
-                logits = forward(self.W, self.cfg, v, self.kv)
+                logits = self._run(v, n)
             self._checked.add(n)
             self.pos += n
         last = logits[n - 1]
         return np.asarray(last.copy_to_host() if on_device(last) else last, np.float64)
+    def _replays(self, n: int) -> bool:
+        "Whether this step runs as a CUDA graph: one token on the GPU after a first one ran kernel by kernel (kernels compiled, constants made)."
+        from mint.gemm import get_gemm_provider      # cupy refuses cuBLAS calls while a stream is being recorded
+        return self.device == "cuda" and self.graphs and n == 1 and 1 in self._checked and get_gemm_provider() == "mint"
+    def _run(self, v, n: int):
+        "The forward of the `n` loaded tokens: the cache position uploaded first (device), then recorded and replayed, or run."
+        before = self.kv.length
+        if self.kv.length_dev is not None:
+            self._length_host[0] = before
+            self.kv.length_dev.copy_to_device(self._length_host)
+        step = lambda: forward(self.W, self.cfg, v, self.kv)
+        if self._replays(n):
+            if self._graph is None: self._graph = capture(step)   # records the launches; the kernels run at launch()
+            self._graph.launch()
+        else: step()
+        self.kv.length = before + n      # recording runs forward's Python once, a replay none of it: set, not added
+        return v.logits
     def trim_front(self, n: int) -> None:
         "Drop the oldest `n` cached tokens (a sliding window); positions keep counting."
         self.kv.trim_front(n)

@@ -15,7 +15,7 @@ from .rope import rope_forward, rope_backward
 from .rmsnorm import rmsnorm_forward, rmsnorm_backward
 from .swiglu import swiglu_forward, swiglu_backward
 from .attention import attention_forward, attention_backward
-from .flash_attention import attention_cached, flash_attention_forward, flash_attention_backward
+from .flash_attention import attention_cached, cache_write, flash_attention_forward, flash_attention_backward
 from .loss import cross_entropy
 
 # %% auto #0
@@ -255,15 +255,19 @@ class KVCache:
         self._alloc = alloc or (lambda shape, dt: np.zeros(shape, dt))
         self.k, self.v = self._alloc(shape, dtype), self._alloc(shape, dtype)
         self._tmp = None
+        self.length_dev = None       # a (1,) int32 device copy of `length`, when its owner keeps one (CUDA-graph replay)
     @property
     def capacity(self) -> int: return self.k.shape[2]
+    def start(self):
+        "Where this forward's entries go: `length`, or its device copy `length_dev` when one is kept (read by the kernels when they run, so one recorded step serves every position)."
+        return self.length if self.length_dev is None else self.length_dev
     def append(self, layer: int, k, v) -> None:
         "Write this forward's keys and values `[B, T, H, head_dim]` of `layer` at entries `length…length+T-1` (`length` moves once all layers are done)."
         T = k.shape[1]
         if self.length + T > self.capacity:
             raise ValueError(f"KV cache full: {self.length} + {T} entries > capacity {self.capacity}; trim_front() first")
-        copy(k, self.k[layer, :, self.length:self.length + T])
-        copy(v, self.v[layer, :, self.length:self.length + T])
+        cache_write(k, self.k[layer], self.start())
+        cache_write(v, self.v[layer], self.start())
     def trim_front(self, n: int) -> None:
         "Drop the oldest `n` entries of every layer (a sliding window); positions are not renumbered."
         n = min(max(int(n), 0), self.length)
@@ -292,7 +296,7 @@ def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: i
     seg = v.seg if v.use_seg else None
     if kv is not None:                                                         # decoding: the cache is the past
         kv.append(layer, A.k, A.v)
-        attention_cached(A.q, kv.k[layer], kv.v[layer], kv.length, out=A.o4)
+        attention_cached(A.q, kv.k[layer], kv.v[layer], kv.start(), out=A.o4)
     elif v.flash:                                                              # o [B,T,H,hd], lse [B,H,T]
         flash_attention_forward(A.q, A.k, A.v, seg, out=A.o4, lse=A.lse)
     else:                                                                      # o [B,T,H,hd], probs [B,H,T,T]
