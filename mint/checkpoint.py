@@ -379,9 +379,16 @@ def checkpoint_bytes(cfg: ModelConfig) -> int:
     "About the size of one model checkpoint of `cfg` on disk: float32 weights, the header's vocabulary and meta."
     return 4 * n_params(cfg) + 64 * cfg.vocab_size + 64 * 1024
 
-def check_disk_space(folder, need: int, what: str = "two checkpoints and two training states"):
-    "ValueError naming `folder` if it has less than `need` bytes free."
-    free = shutil.disk_usage(folder).free
-    if free < need:
-        raise ValueError(f"{folder}: {free / 2**20:,.1f} MiB free, a run needs about {need / 2**20:,.1f} MiB there ({what}); "
+def check_disk_space(folder, need: int, what: str = "two checkpoints and two training states", replaces: dict | None = None,
+                     free: int | None = None):
+    "ValueError naming `folder` if it cannot take `need` bytes: its `free` bytes (default: the file system's) plus those of the files in it that will be replaced (`replaces`: file name -> the size of its replacement, at most) are fewer."
+    folder, mib = Path(folder), lambda b: f"{b / 2**20:,.1f} MiB"
+    free, held, names = shutil.disk_usage(folder).free if free is None else free, 0, []
+    for name, size in (replaces or {}).items():
+        try: n = min((folder / name).stat().st_size, size)
+        except OSError: continue
+        held += n; names.append(name)
+    if free + held < need:
+        less = f", less the {mib(held)} of {' and '.join(names)}, which it replaces" if held else ""
+        raise ValueError(f"{folder}: {mib(free)} free, the run needs about {mib(need - held)} there ({what}: {mib(need)}{less}); "
                          f"free some space or choose another --out")

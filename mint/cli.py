@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     par.add_argument("--gpus", type=_positive(int), default=None, help="data parallel on N GPUs of this host, one process each (NCCL); --batch-size stays the global batch")
     par.add_argument("--ranks", type=_positive(int), default=None, help="data parallel in N processes on any device; with --device cpu they use gloo (needs torch) — to test the machinery, not for speed")
     t.add_argument("--grad-accum", type=_positive(int), default=1, help="micro-batches per step on each rank (gradient accumulation): a global batch larger than fits at once (default 1)")
-    t.add_argument("--time-limit", type=float, default=9.0, help="stop training after this many minutes, keeping the best checkpoint (default 9; 0 = none; counts anew on --resume)")
+    t.add_argument("--time-limit", type=float, default=None, help="stop training after this many minutes, keeping the best checkpoint (default: none, the run does all its --steps; 0 = none; counts anew on --resume)")
     t.add_argument("--seed", type=int, default=D.seed, help=f"random seed (default {D.seed})")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--overwrite", action="store_true", help="train into --out even if it already holds a checkpoint (it will be replaced)")

@@ -17,7 +17,7 @@ from .train import TrainConfig, train, check_memory
 
 # %% auto #0
 __all__ = ['RESUMABLE_CHANGES', 'load_samples', 'default_run_dir', 'check_out_dir', 'data_fingerprint', 'safe_exp',
-           'train_corpus', 'resume_corpus', 'format_report', 'check_tokenizer_options']
+           'train_corpus', 'resume_corpus', 'write_run_report', 'format_report', 'check_tokenizer_options']
 
 # %% ../nbs/18_pipeline.ipynb #43377d20
 def _dropped_note(dropped: Counter, prefix: str = "; dropped: ") -> str:
@@ -237,14 +237,20 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
         rep["tokens_per_char"] = len(va) / (sum(len(t) for t in val_s if t) + sum(1 for t in val_s if t) - 1)
     log(format_report(rep))
     if out_dir is not None and (env is None or env.rank == 0):   # the one place a run ends (rank 0 writes the report)
-        from mint.report import write_report
-        try:                                                     # the report is a view of the run: failing to write it
-            rep["report"] = str(write_report(out_dir, rep))      # (a full disk, history.json not saved) never changes
-            log(f"report: {rep['report']}")                      # the run's outcome or exit code
-        except OSError as e:
-            rep["report"] = None
-            print(f"mint: warning: no report written: {e}", file=sys.stderr)
+        rep["report"] = write_run_report(out_dir, rep, res.unsaved, log)
     return rep
+
+def write_run_report(out_dir: Path, rep: dict, unsaved: dict, log=print) -> str | None:
+    "Write the run's report.html and return its path. The report is a view of the run: failing to write it is one warning giving the cause, never the run's outcome or exit code; with the history not saved (`unsaved`, from `TrainResult`) none is drawn from an older history.json."
+    from mint.report import write_report
+    if "history" in unsaved: why = f"the run's history was not saved: {unsaved['history']}"
+    else:
+        try:
+            path = str(write_report(out_dir, rep)); log(f"report: {path}"); return path
+        except (OSError, ValueError) as e: why = str(e)            # a full disk, a damaged best checkpoint, ...
+        except Exception as e: why = f"{type(e).__name__}: {e}"
+    print(f"mint: warning: no report written: {why}", file=sys.stderr)
+    return None
 
 def format_report(rep: dict) -> str:
     "Human-readable summary of a `train_corpus` report; never fails on extreme values (an overflowing perplexity prints as inf)."

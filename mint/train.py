@@ -14,14 +14,15 @@ from .vocab import Vocab
 from .model import Workspace, ATTENTION, loss_forward, backward, n_params, views, workspace_bytes
 from .optim import AdamConfig, adam_step, grad_sumsq, lr_at, warmup_steps
 from .checkpoint import (save_checkpoint, atomic_write, write_unit, read_info, read_unit, config_and_vocab,
-                             checkpoint_meta, checkpoint_bytes, check_disk_space, RunLock, CheckpointError, STATE_NAME)
+                             checkpoint_meta, checkpoint_bytes, check_disk_space, RunLock, CheckpointError, STATE_NAME,
+                             load_checkpoint)
 
 # %% auto #0
 __all__ = ['STATE_KEYS', 'EXIT_CODES', 'STATE_FORMAT', 'ON_END', 'TrainConfig', 'bar_is_live', 'bar_postfix', 'notify',
            'available_memory', 'training_bytes', 'check_memory', 'Engine', 'CpuEngine', 'TrainControl',
            'stop_on_signals', 'read_commands', 'terminal_commands', 'TrainState', 'save_train_state',
-           'load_train_state', 'check_resumable', 'TrainResult', 'state_bytes', 'run_training', 'train',
-           'BackgroundRun', 'save_button', 'plot_history', 'text_curve_line', 'LiveCurves']
+           'load_train_state', 'check_resumable', 'TrainResult', 'Pace', 'state_bytes', 'resumed_best', 'run_training',
+           'train', 'BackgroundRun', 'save_button', 'plot_history', 'text_curve_line', 'LiveCurves']
 
 # %% ../nbs/14_train.ipynb #ca260e74
 @dataclass
@@ -314,6 +315,7 @@ class TrainResult:
     best_step: int | None = None
     start_step: int = 0             # > 0 for a resumed run
     out_dir: Path | None = None
+    unsaved: dict = field(default_factory=dict)   # what could not be saved ("history", "best checkpoint", ...) -> the last error
     @property
     def exit_code(self) -> int:
         "130 interrupted (SIGINT), 143 terminated (SIGTERM), 1 when `problems`, else 0."
@@ -321,14 +323,27 @@ class TrainResult:
 
 ON_END: list = []     # functions f(result: TrainResult) called when any run ends, after its files are written
 
-def _warn_if_too_slow(tcfg: TrainConfig, done: int, left: int, secs: float, tokens: int, note):
-    "After the first steps: if the remaining steps will not fit in `tcfg.time_limit`, say so (and what to do) before it happens."
-    need = secs / done * left
-    if need > tcfg.time_limit:
-        note(f"warning: at {tokens / secs:,.0f} tokens/s the {left} steps need about {need / 60:.1f} min, more than "
-             f"the time limit of {tcfg.time_limit / 60:.1f} min: the run will stop after about {int(tcfg.time_limit / need * left)} of them, "
-             f"before the learning rate has decayed. Use fewer --steps or a longer --time-limit; on a busy machine "
-             f"OPENBLAS_NUM_THREADS=1 is often faster.")
+class Pace:
+    "Whether the steps left fit in `time_limit` seconds (counted from `t0`), judged on the steady pace: the first `skip` steps after `start` are left out (numba compiles its loops on the first call, caches and pages warm up); the pace of the next `window` steps is judged, then that of each tenth of the run (a machine may get busier). `check(step, tokens, now)` after each step returns at most one warning in a run."
+    def __init__(self, time_limit: float, start: int, steps: int, t0: float, skip: int = 5, window: int = 20):
+        self.limit, self.start, self.steps, self.t0, self.skip, self.window = time_limit, start, steps, t0, skip, window
+        self.every = max(window, (steps - start) // 10)
+        self.since, self.warned = None, False                     # (step, tokens, time) where the pace is measured from
+    def check(self, step: int, tokens: int, now: float) -> str | None:
+        done = step - self.start
+        if done == self.skip: self.since = (step, tokens, now)
+        if self.warned or self.since is None or done < self.skip + self.window or (done - self.skip - self.window) % self.every: return None
+        (s0, k0, t_0), self.since = self.since, (step, tokens, now)
+        per_step = (now - t_0) / (step - s0)
+        left = self.steps - step
+        total = now - self.t0 + left * per_step
+        if total <= self.limit: return None
+        self.warned = True
+        reach = min(self.steps - 1, step + int((self.limit - (now - self.t0)) / per_step) + 1)   # the loop stops after the step that crosses it
+        return (f"warning: at {(tokens - k0) / max(now - t_0, 1e-9):,.0f} tokens/s (steps {s0 + 1}–{step}) the run's {self.steps - self.start:,} steps need "
+                f"about {total / 60:.1f} min, more than the time limit of {self.limit / 60:.1f} min: it will stop near step "
+                f"{max(reach, step):,} of {self.steps:,}, before the learning rate has decayed. Use fewer --steps or a longer --time-limit "
+                f"(or none); on a busy machine OPENBLAS_NUM_THREADS=1 is often faster.")
 
 def _merge(hist: dict, seg: dict):
     "Add an engine's end-of-run numbers to the history: lists are extended, numbers added (a resumed run continues them)."
@@ -340,6 +355,25 @@ def _merge(hist: dict, seg: dict):
 def state_bytes(cfg: ModelConfig, steps: int) -> int:
     "About the size of a training state on disk: three parameter-sized arrays, the header's vocabulary and a history of `steps`."
     return 3 * checkpoint_bytes(cfg) + 80 * steps
+
+_clock = time.perf_counter      # the loop's clock (the time limit, the pace, tokens/s); tests give it a fake one
+
+def resumed_best(path: Path, cfg: ModelConfig, vocab: Vocab, best: float, best_step, next_val: int, note) -> tuple:
+    "On resume, the best checkpoint the run left at `path`, loaded whole: `(best, best_step, path)`, taking its own val_loss when lower than the state's. One that is damaged, of another model, or missing while the state says it was saved cannot be kept: a warning names it, and `(inf, None, None)` lets validation `next_val` write a new one."
+    if not path.exists():
+        if best_step is None: return best, best_step, None
+        why = f"{path} is missing (the training state says step {best_step} saved it)"
+    else:
+        try:
+            ck = load_checkpoint(path)
+            why = None if (ck.config, ck.vocab) == (cfg, vocab) else f"{path} is the checkpoint of another model (config or vocabulary differ)"
+        except CheckpointError as e: why = str(e)
+        if why is None:
+            m = ck.meta
+            if isinstance(m.get("val_loss"), (int, float)) and m["val_loss"] < best: best, best_step = m["val_loss"], m.get("step")
+            return best, best_step, path
+    note(f"warning: {why}; the resumed run writes a new best checkpoint there at its next validation (step {next_val})")
+    return math.inf, None, None
 
 def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list, vocab: Vocab,
                  out_dir=None, meta: dict | None = None, progress: bool = True, control: TrainControl | None = None,
@@ -353,7 +387,8 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
         # 1. before the first step
         if out_dir is not None:
             held.enter_context(RunLock(out_dir, log=note))
-            check_disk_space(out_dir, 2 * checkpoint_bytes(cfg) + 2 * state_bytes(cfg, tcfg.steps))
+            c, st = checkpoint_bytes(cfg), state_bytes(cfg, tcfg.steps)
+            check_disk_space(out_dir, 2 * c + 2 * st, replaces={"best.safetensors": c, STATE_NAME: st})
         hist = dict(step=[], loss=[], lr=[], val_step=[], val_loss=[])
         start, best, best_step, ckpt = 0, math.inf, None, None
         if resume is not None:
@@ -364,11 +399,11 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                 raise ValueError(f"cannot resume: the training data ends before step {start} (is it the run's data?)")
             hist = json.loads(json.dumps(resume.history))
             best, best_step = resume.best_val, resume.best_step
-            if out_dir is not None and (out_dir / "best.safetensors").exists():
-                ckpt, m = out_dir / "best.safetensors", checkpoint_meta(out_dir / "best.safetensors")
-                if isinstance(m.get("val_loss"), (int, float)) and m["val_loss"] < best: best, best_step = m["val_loss"], m.get("step")
+            if out_dir is not None:
+                nxt = min((start // tcfg.eval_every + 1) * tcfg.eval_every, tcfg.steps)
+                best, best_step, ckpt = resumed_best(out_dir / "best.safetensors", cfg, vocab, best, best_step, nxt, note)
         w0 = np.array(engine.host_params(), copy=True)          # to tell a run whose weights never changed
-        step, tokens, save_errors, warned = start, 0, [], set()
+        step, tokens, save_errors, warned, unsaved = start, 0, [], set(), {}
         last_val = hist["val_loss"][-1] if hist["val_loss"] else math.nan
         validated_at = hist["val_step"][-1] if hist["val_step"] else None
         reason, stopped, bad_loss, seg = "done", "done", None, {}
@@ -378,7 +413,7 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
             "Run one save; a failure is reported in one line and the run goes on."
             try: return fn()
             except (OSError, ValueError) as e:
-                save_errors.append(f"{what}: {e}"); note(f"warning: {what} not saved: {e}"); return None
+                save_errors.append(f"{what}: {e}"); unsaved[what] = str(e); note(f"warning: {what} not saved: {e}"); return None
         def save_state():
             st = TrainState(step, tcfg, cfg, vocab, meta, hist, best, best_step, engine.state())
             return save("training state", lambda: save_train_state(out_dir, st))
@@ -405,7 +440,8 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
             if p is not None: note(f"saved {p.name} and the training state in the run folder; training goes on")
 
         # 2. the steps
-        t0 = time.perf_counter()
+        t0 = _clock()
+        pace = Pace(tcfg.time_limit, start, tcfg.steps, t0) if tcfg.time_limit else None
         # in a terminal or Jupyter the bar redraws often; in a log file (CI) every 30 s, or it floods the log
         bar = tqdm(total=tcfg.steps, initial=start, desc=engine.desc, disable=not progress, dynamic_ncols=True,
                    mininterval=0.1 if bar_is_live() else 30)
@@ -430,15 +466,15 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                     notify(callbacks, "after_step", step, hist)
                     if step % tcfg.eval_every == 0 and step < tcfg.steps: validate(tcfg.eval_batches)
                     if control.take_save(): save_now()
-                    if tcfg.time_limit and step - start == min(20, tcfg.steps - start):
-                        _warn_if_too_slow(tcfg, step - start, tcfg.steps - start, time.perf_counter() - t0, tokens, note)
-                    bar.set_postfix(bar_postfix(loss, lr, tokens / (time.perf_counter() - t0), last_val), refresh=False)
-                    if tcfg.time_limit and engine.agree(time.perf_counter() - t0 > tcfg.time_limit):
+                    now = _clock()
+                    if pace is not None and (w := pace.check(step, tokens, now)): note(w)
+                    bar.set_postfix(bar_postfix(loss, lr, tokens / max(now - t0, 1e-9), last_val), refresh=False)
+                    if tcfg.time_limit and engine.agree(now - t0 > tcfg.time_limit):
                         reason, stopped = "time_limit", f"time limit ({tcfg.time_limit:.0f} s) reached at step {step}"; break
                 # 3. the end: a last validation (which saves the best checkpoint and the state), unless diverged
                 if reason != "diverged" and step > 0 and validated_at != step: validate(None)
                 if hist["loss"]:                                   # the bar ends on the final figures
-                    bar.set_postfix(bar_postfix(hist["loss"][-1], hist["lr"][-1], tokens / max(time.perf_counter() - t0, 1e-9), last_val))
+                    bar.set_postfix(bar_postfix(hist["loss"][-1], hist["lr"][-1], tokens / max(_clock() - t0, 1e-9), last_val))
             except KeyboardInterrupt:
                 # A KeyboardInterrupt that is not the handler's flag (a second Ctrl-C, or one raised without a signal)
                 # may have cut a step: its weights are whole (each array is written by one call), Adam's moments may
@@ -452,7 +488,7 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                     except KeyboardInterrupt: pass
             finally:
                 bar.close()
-            secs = time.perf_counter() - t0
+            secs = _clock() - t0
             engine.finish(seg)
         _merge(hist, seg)
         notify(callbacks, "after_fit", step, hist)
@@ -472,7 +508,7 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
             problems.append("no finite validation loss: " + ("the run ended before its first step" if step == 0 else "nothing was kept"))
         if save_errors: problems.append(f"{len(save_errors)} save(s) failed, the last: {save_errors[-1]}")
         res = TrainResult(step, best, last_val, hist, stopped, tokens / max(secs, 1e-9), secs, ckpt, reason, problems,
-                          best_step, start, out_dir)
+                          best_step, start, out_dir, unsaved)
         for hook in (*ON_END, *on_end):          # the one place where the end of a run is attached (reports, ...)
             try: hook(res)
             except Exception as e: note(f"warning: on_end hook {getattr(hook, '__name__', hook)} failed: {type(e).__name__}: {e}")

@@ -330,6 +330,47 @@ def test_disk_full_mid_run_fails_that_save_not_the_run(tmp_path, capsys, monkeyp
         assert "9 steps" in stdout                                               # the run went to its end
         assert load_checkpoint(out).meta["step"] == 2 and temp_files(out) == []
         assert err.count("warning:") >= 2                                        # each failed save said so
+        report = [l for l in err.splitlines() if "no report written" in l]      # the real cause, not "no history.json here"
+        assert len(report) == 1 and "history was not saved" in report[0] and "disk is full" in report[0], err
+        assert "no history.json here" not in err and not (out / "report.html").exists()
+
+
+def test_resume_after_freeing_space_counts_the_files_it_replaces(tmp_path, capsys, monkeypatch):
+    """A resume replaces best.safetensors and the training state: their bytes count as free. With room for the run
+    less those files it resumes; with less it is refused in one line saying how much is needed and how much is free."""
+    out = tmp_path / "run"
+    assert run(["train", "--max", "200", "--steps", "4", "--eval-every", "2", "--out", out, *SMALL], capsys)[0] == 0
+    c, s = C.checkpoint_bytes(load_checkpoint(out).config), T.state_bytes(load_checkpoint(out).config, 8)
+    held = (out / "best.safetensors").stat().st_size + (out / STATE_NAME).stat().st_size
+    need = 2 * c + 2 * s - held                                             # what the resume really needs
+    usage = shutil.disk_usage(tmp_path)
+    for free in (need - 4096, need + 4096):
+        monkeypatch.setattr(C.shutil, "disk_usage", lambda p, free=free: usage._replace(free=free))
+        code, stdout, err = run(["train", "--resume", out, "--steps", "8", "--no-progress"], capsys)
+        if free < need:
+            msg = one_line_error(code, err)
+            assert f"{free / 2**20:,.1f} MiB free, the run needs about {need / 2**20:,.1f} MiB" in msg, msg
+            assert "best.safetensors and train_state.safetensors, which it replaces" in msg and "--out" in msg
+        else:
+            assert code == 0, err
+    assert T.load_train_state(out).step == 8
+
+
+@pytest.mark.parametrize("kind", ["damaged", "missing", "another model"])
+def test_resume_never_replaces_a_bad_best_checkpoint_silently(pretrained, tmp_path, capsys, kind):
+    "A damaged, missing or foreign best.safetensors on --resume: one warning naming it and when it is replaced; the run goes on and leaves a good one."
+    out = tmp_path / "run"
+    assert run(["train", "--max", "200", "--steps", "4", "--eval-every", "3", "--out", out, *SMALL], capsys)[0] == 0
+    best = out / "best.safetensors"
+    if kind == "damaged": b = bytearray(best.read_bytes()); b[-5] ^= 0xFF; best.write_bytes(bytes(b))
+    elif kind == "missing": best.unlink()
+    else: shutil.copy(pretrained, best)
+    code, stdout, err = run(["train", "--resume", out, "--steps", "8", "--no-progress"], capsys)
+    assert code == 0, err
+    warns = [l for l in err.splitlines() if l.startswith("warning:")]
+    assert len(warns) == 1 and str(best) in warns[0] and "next validation (step 6)" in warns[0], err
+    assert {"damaged": "checksum", "missing": "missing", "another model": "another model"}[kind] in warns[0]
+    assert load_checkpoint(best).meta["step"] in (6, 8)
 
 
 def test_not_enough_memory_is_found_before_training(tmp_path, capsys, monkeypatch):
@@ -349,6 +390,35 @@ def test_interrupted_or_terminated_during_start_up(tmp_path, capsys, monkeypatch
         code, out, err = run(["train", "--steps", "2", "--out", tmp_path / word, *SMALL], capsys)
         assert code == code_want and one_line_error(code, err) == f"mint: {word}"
         assert not (tmp_path / word / "mint.lock").exists()                     # the lock was released
+
+
+# ---- time limit: none by default, and a warning judged on the steady pace ----
+
+def test_default_train_runs_all_its_steps():
+    "`mint train` has no time limit unless one is given: a fixed number of steps is done however slow the machine."
+    from mint.cli import build_parser
+    assert build_parser().parse_args(["train"]).time_limit is None and T.TrainConfig().time_limit is None
+
+
+@pytest.mark.parametrize("first,rest,warned", [(30.0, 0.3, False), (1.5, 1.5, True)])
+def test_slow_run_warning_is_judged_after_the_warm_up(tmp_path, capsys, monkeypatch, first, rest, warned):
+    """A fake clock: 60 steps under a 1-minute limit. A first step of 30 s (numba compiling) and 0.3 s a step after it
+    fit (48 s): no warning, all 60 steps (judged on the first 20 steps it once predicted 71 s). At 1.5 s a step (90 s)
+    the warning comes at step 25, before the limit stops the run."""
+    now, orig = [0.0], T.Engine.step
+    def step(self, b, lr, i):
+        now[0] += first if i == 1 else rest
+        return orig(self, b, lr, i)
+    monkeypatch.setattr(T.Engine, "step", step)
+    monkeypatch.setattr(T, "_clock", lambda: now[0])
+    code, stdout, err = run(["train", "--max", "200", "--steps", "60", "--eval-every", "1000", "--time-limit", "1",
+                             "--out", tmp_path / "r", *SMALL], capsys)
+    assert code == 0, err
+    warns = [l for l in err.splitlines() if "time limit" in l]
+    if not warned: assert warns == [] and "60 steps" in stdout, err
+    else:
+        assert len(warns) == 1 and "(steps 6–25)" in warns[0] and "stop near step 41 of 60" in warns[0], err
+        assert "time limit (60 s) reached at step 41" in stdout
 
 
 # ---- 7. signals, exit codes, resume ----
