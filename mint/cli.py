@@ -8,24 +8,55 @@ import argparse, sys
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['RESUME_MAY_SET', 'COMMANDS', 'build_parser', 'cmd_train', 'cmd_generate', 'cmd_chat', 'cmd_info', 'cmd_list',
-           'cmd_report', 'cmd_gpu', 'cmd_demo', 'cmd_export', 'cmd_serve', 'Terminated', 'main']
+__all__ = ['RESUME_MAY_SET', 'COMMANDS', 'MintParser', 'build_parser', 'run_progress', 'cmd_train', 'cmd_generate', 'cmd_chat',
+           'cmd_info', 'cmd_list', 'cmd_report', 'cmd_gpu', 'cmd_demo', 'cmd_export', 'check_failures', 'cmd_serve',
+           'Terminated', 'main']
 
 # %% ../nbs/30_cli.ipynb #c6b84bda
-def _positive(kind):
-    "An argparse type: a number > 0 of `kind` (int or float), else a usage error naming the option."
+import difflib
+
+def _did_you_mean(word: str, names) -> str:
+    "'; did you mean 'x'?' for the closest of `names` to `word`, or ''."
+    close = difflib.get_close_matches(str(word), [str(n) for n in names], n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+class MintParser(argparse.ArgumentParser):
+    "argparse with one-line usage errors (`mint: error: …; see 'mint X --help'`, exit code 2) and 'did you mean' for choices and commands."
+    def error(self, message):
+        self.exit(2, f"mint: error: {' '.join(str(message).split())}; see '{self.prog} --help'\n")
+    def _check_value(self, action, value):
+        if action.choices is None or value in action.choices: return
+        names = list(action.choices)
+        if isinstance(action, argparse._SubParsersAction):
+            raise argparse.ArgumentError(None, f"unknown command {value!r}{_did_you_mean(value, names) or ' (commands: ' + ', '.join(names) + ')'}")
+        raise argparse.ArgumentError(action, f"invalid choice {value!r}{_did_you_mean(value, names)} (choose from {', '.join(map(str, names))})")
+
+def _number(kind, lo=None, hi=None, lo_open: bool = False, note: str = ""):
+    "An argparse type: a finite number of `kind` (int or float) with lo <= v <= hi (lo < v with `lo_open`), else a usage error; `note` says what an end means ('0 = off')."
+    import math
     def parse(text):
         try: v = kind(text)
-        except ValueError: raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}")
-        if not v > 0: raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        except ValueError: raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+        if not math.isfinite(v): raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        if lo is not None and (v <= lo if lo_open else v < lo) or hi is not None and v > hi:
+            rng = (f"in {'(' if lo_open else '['}{lo:g}, {hi:g}]" if lo is not None and hi is not None else
+                   f"{'>' if lo_open else '>='} {lo:g}" if lo is not None else f"<= {hi:g}")
+            raise argparse.ArgumentTypeError(f"must be {rng}{f' ({note})' if note else ''}, got {text}")
         return v
+    parse.__name__ = kind.__name__              # argparse names the type in its own messages
     return parse
 
+def _positive(kind):
+    "An argparse type: a number > 0 of `kind` (int or float), else a usage error naming the option."
+    return _number(kind, 0, lo_open=True)
+
+_SEED = _number(int, 0)                         # NumPy's generators take seeds >= 0
+
 def _add_sampling(p):
-    p.add_argument("--temperature", type=float, default=0.7, help="softmax temperature; 0 = greedy (default 0.7)")
-    p.add_argument("--top-k", type=int, default=50, help="keep the k most likely characters; 0 = off (default 50)")
-    p.add_argument("--top-p", type=float, default=0.9, help="nucleus sampling: keep the most likely characters up to this probability mass; 1 = off (default 0.9)")
-    p.add_argument("--seed", type=int, default=None, help="random seed for sampling")
+    p.add_argument("--temperature", type=_number(float, 0, note="0 = greedy"), default=0.7, help="softmax temperature >= 0; 0 = greedy (default 0.7)")
+    p.add_argument("--top-k", type=_number(int, 0, note="0 = off"), default=50, help="keep the k most likely tokens; 0 = off (default 50)")
+    p.add_argument("--top-p", type=_number(float, 0, 1, lo_open=True, note="1 = off"), default=0.9, help="nucleus sampling: keep the most likely tokens up to this probability mass, in (0, 1]; 1 = off (default 0.9)")
+    p.add_argument("--seed", type=_SEED, default=None, help="random seed for sampling (>= 0)")
 
 def _add_arch_tokenizer(t):
     from mint.core import ARCHS
@@ -52,22 +83,26 @@ def _add_export_serve(sub):
                        description="Serve a model with the OpenAI API: /v1/chat/completions, /v1/completions (streaming or not), /v1/models.")
     v.add_argument("ckpt", help="checkpoint (.safetensors) or run folder")
     v.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
-    v.add_argument("--port", type=_positive(int), default=8000, help="port (default 8000)")
+    v.add_argument("--port", type=_number(int, 1, 65535), default=8000, help="port, 1-65535 (default 8000)")
     v.add_argument("--model-name", default=None, help="the model id clients send (default: the run folder's name)")
 
 def build_parser() -> argparse.ArgumentParser:
     "The `mint` argument parser with all subcommands."
     from mint.train import TrainConfig
     D = TrainConfig()                       # the defaults live in one place: TrainConfig
-    ap = argparse.ArgumentParser(prog="mint", description="Train, fine-tune and chat with small char-level Chinese transformers (NumPy or numba.cuda).")
+    ap = MintParser(prog="mint", description="Train, fine-tune and chat with small char-level Chinese transformers (NumPy or numba.cuda).")
     from mint import __version__
     ap.add_argument("--version", action="version", version=f"mint {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     t = sub.add_parser("train", help="train a model (default: People's Daily text, tiny preset, CPU)",
                        description="Train on a corpus and save the best checkpoint (by validation loss) to OUT/best.safetensors.")
-    t.add_argument("--data", default="peoples_daily",
-                   help="peoples_daily (default), chatterbot, a task under --root (belle, lccc, cmrc2018, zhwiki) or a file (.txt/.jsonl/.json/.xml[.bz2])")
+    from mint.formats import TASK_PATHS, DATA_SUFFIXES
+    t.add_argument("--data", default="peoples_daily",          # the tasks and file types come from mint.formats' tables
+                   help=f"peoples_daily (default), chatterbot, a task under --root ({', '.join(TASK_PATHS)}: one file, "
+                        f"found along the task's list of places), a file ({'/'.join(DATA_SUFFIXES)}; other names are read "
+                        f"by their content) or a folder (all its {'/'.join(DATA_SUFFIXES)} files, in name order, of one "
+                        f"kind: chat or plain text)")
     t.add_argument("--root", default="data", help="folder searched for task data (default: data)")
     t.add_argument("--preset", default=None, choices=["tiny", "small", "medium", "large"], help="model size (default tiny; with --init: the checkpoint's)")
     _add_arch_tokenizer(t)
@@ -75,8 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--batch-size", type=_positive(int), default=D.batch_size, help=f"sequences per step (default {D.batch_size})")
     t.add_argument("--seq-len", type=_positive(int), default=None, help="tokens per sequence (default: the preset's max_seq_len)")
     t.add_argument("--lr", type=_positive(float), default=None, help=f"peak learning rate (default {D.base_lr:g}, or 2e-4 with --init)")
-    t.add_argument("--warmup", type=int, default=None, help="warmup steps (default steps/10, or steps/50 and >= 10 with --init)")
-    t.add_argument("--weight-decay", type=float, default=D.weight_decay, help=f"AdamW decoupled weight decay (default {D.weight_decay:g})")
+    t.add_argument("--warmup", type=_number(int, 0), default=None, help="warmup steps (default steps/10, or steps/50 and >= 10 with --init)")
+    t.add_argument("--weight-decay", type=_number(float, 0), default=D.weight_decay, help=f"AdamW decoupled weight decay (default {D.weight_decay:g})")
     t.add_argument("--clip", type=_positive(float), default=D.max_grad_norm, help=f"global gradient-norm clip (default {D.max_grad_norm:g}, as in the report)")
     t.add_argument("--eval-every", type=_positive(int), default=D.eval_every, help=f"validate every N steps (default {D.eval_every})")
     t.add_argument("--max", type=_positive(int), default=None, dest="max_samples", help="use at most N samples of the corpus")
@@ -89,15 +124,15 @@ def build_parser() -> argparse.ArgumentParser:
     par.add_argument("--gpus", type=_positive(int), default=None, help="data parallel on N GPUs of this host, one process each (NCCL); --batch-size stays the global batch")
     par.add_argument("--ranks", type=_positive(int), default=None, help="data parallel in N processes on any device; with --device cpu they use gloo (needs torch) — to test the machinery, not for speed")
     t.add_argument("--grad-accum", type=_positive(int), default=1, help="micro-batches per step on each rank (gradient accumulation): a global batch larger than fits at once (default 1)")
-    t.add_argument("--time-limit", type=float, default=None, help="stop training after this many minutes, keeping the best checkpoint (default: none, the run does all its --steps; 0 = none; counts anew on --resume)")
-    t.add_argument("--seed", type=int, default=D.seed, help=f"random seed (default {D.seed})")
+    t.add_argument("--time-limit", type=_number(float, 0, note="0 = none"), default=None, help="stop training after this many minutes, keeping the best checkpoint (default: none, the run does all its --steps; 0 = none; counts anew on --resume)")
+    t.add_argument("--seed", type=_SEED, default=D.seed, help=f"random seed (default {D.seed})")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--overwrite", action="store_true", help="train into --out even if it already holds a checkpoint (it will be replaced)")
 
     g = sub.add_parser("generate", help="continue a prompt", description="Continue a prompt with a trained language model.")
     g.add_argument("--ckpt", default=None, help="checkpoint (.safetensors) or run folder (default: the newest language model under RUNS)")
     g.add_argument("--prompt", required=True, help="text to continue")
-    g.add_argument("--max-new-tokens", type=int, default=100, help="length cap in characters (default 100); without --slide, generation also stops when the model's window (max_seq_len) is full")
+    g.add_argument("--max-new-tokens", type=_number(int, 0), default=100, help="length cap in characters (default 100); without --slide, generation also stops when the model's window (max_seq_len) is full")
     g.add_argument("--slide", action="store_true", help="past the model's window, drop the oldest quarter of the context and go on (up to --max-new-tokens)")
     _add_sampling(g)
 
@@ -124,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--preset", default="tiny", choices=["tiny", "small", "medium", "large"])
     d.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     d.add_argument("--out", default=None, help="folder for both runs (default RUNS/demo)")
-    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--seed", type=_SEED, default=0, help="random seed (>= 0, default 0)")
     d.add_argument("--overwrite", action="store_true", help="replace the checkpoints of an earlier demo in --out")
     _add_export_serve(sub)
     return ap
@@ -147,12 +182,21 @@ def _subparser_defaults(name: str) -> dict:
     sub = next(x for x in ap._actions if isinstance(x, argparse._SubParsersAction)).choices[name]
     return {x.dest: x.default for x in sub._actions if x.dest != "help"}
 
+def run_progress(run) -> tuple[int, int] | None:
+    "`(steps done, total steps)` of the training state in folder `run`, or None when it has none; CheckpointError if unreadable."
+    from mint.checkpoint import read_info, STATE_NAME
+    p = Path(run) / STATE_NAME
+    if not p.exists(): return None
+    info = read_info(p)
+    return int(info.get("step", 0)), int((info.get("train_config") or {}).get("steps", 0))
+
 def _outcome(rep: dict) -> int:
     "Print how a run ended on stderr (nothing when it succeeded) and return its exit code."
-    from mint.checkpoint import STATE_NAME
     if rep["reason"] in ("interrupted", "terminated"):
         run = rep["run_dir"]
-        nxt = (f"continue with: mint train --resume {run}" if (Path(run) / STATE_NAME).exists() else "nothing was saved")
+        done = run_progress(run)
+        nxt = ("nothing was saved" if done is None else f"all {done[1]} steps were done" if done[0] >= done[1]
+               else f"continue with: mint train --resume {run}")
         print(f"mint: {rep['stopped']}; {nxt}", file=sys.stderr)
     elif rep["exit_code"]:
         print(f"mint: error: training failed: {'; '.join(rep['problems'])}", file=sys.stderr)
@@ -246,7 +290,7 @@ def cmd_info(a):
 
 def cmd_list(a):
     from mint.checkpoint import (list_checkpoints, checkpoint_meta, runs_dir, temp_files, lock_holder, describe_holder,
-                                 read_info, CheckpointError, STATE_NAME)
+                                 CheckpointError, STATE_NAME)
     root = Path(a.root) if a.root else runs_dir()
     found = list_checkpoints(root)
     states = sorted(root.rglob(STATE_NAME)) if root.is_dir() else []
@@ -258,10 +302,12 @@ def cmd_list(a):
     for d in sorted({p.parent for p in found} | {p.parent for p in states}):
         holder = lock_holder(d)
         if holder: print(f"{d}: in use by a run ({describe_holder(holder)})")
-        if (d / STATE_NAME).exists():
-            try: print(f"{d}: training state at step {read_info(d / STATE_NAME).get('step', '?')}"
-                       + ("" if holder else f" (continue: mint train --resume {d})"))
-            except CheckpointError as e: print(f"{d}: unreadable training state ({e})")
+        try: done = run_progress(d)
+        except CheckpointError as e: print(f"{d}: unreadable training state ({e})"); done = None
+        if done is not None:
+            step, total = done
+            if step >= total: print(f"{d}: finished, all {total} steps done")       # nothing to resume
+            else: print(f"{d}: training state at step {step} of {total}" + ("" if holder else f" (continue: mint train --resume {d})"))
         tmp = temp_files(d)
         if tmp and not holder:
             print(f"{d}: {len(tmp)} temp file(s) left by an interrupted save ({', '.join(p.name for p in tmp)}); the next run here removes them")
@@ -323,7 +369,7 @@ def cmd_export(a):
               f"to {info['path']}/ ({_size(Path(info['path']))})")
         print(f"  {', '.join(sorted(x.name for x in Path(info['path']).iterdir()))}")
         print(f"  load with AutoModelForCausalLM.from_pretrained({info['path']!r}) and AutoTokenizer.from_pretrained({info['path']!r})")
-        r = hf_parity(info["path"], ck.params, ck.config, ck.vocab, a.check_text) if a.check else None
+        r = hf_parity(info["path"], ck.params, ck.config, ck.vocab, a.check_text) if a.check else None   # without a dropped bias
     else:
         info = export_gguf(ck.params, ck.config, ck.vocab, a.out, a.dtype, a.overwrite)
         print(f"exported {ck.path} as GGUF architecture {info['arch']} ({info['dtype']}, {info['tokenizer']} tokenizer as "
@@ -331,9 +377,19 @@ def cmd_export(a):
         if info["note"]: print(f"  note: {info['note']}")
         r = gguf_parity(info["path"], ck.params, ck.config, ck.vocab, a.check_text) if a.check else None
     if r is not None:
-        print(f"check: {r['n_tokens']} tokens, ids {'identical' if r['ids_equal'] else 'DIFFERENT'}; max |Δlogit| "
+        against = " (against Mint without its lm_head bias, as exported)" if r.get("bias_dropped") else ""
+        print(f"check{against}: {r['n_tokens']} tokens, ids {'identical' if r['ids_equal'] else 'DIFFERENT'}; max |Δlogit| "
               f"{r['max_abs_dlogit']:.1e}; {r['n_greedy']} greedy tokens {'identical' if r['greedy_equal'] else 'DIFFERENT'}")
-        if not (r["ids_equal"] and r["greedy_equal"] and r["max_abs_dlogit"] < 1e-3): return 1
+        failed = check_failures(r)
+        if failed: raise RuntimeError(f"--check failed: the export at {info['path']} does not compute what Mint computes "
+                                      f"({'; '.join(failed)})")
+
+def check_failures(r: dict, tol: float = 1e-3) -> list[str]:
+    "What a parity result `r` (`hf_parity`, `gguf_parity`) got wrong, in words; [] when the export matches."
+    bad = [] if r["ids_equal"] else ["the tokenizer gives other ids"]
+    if not r["max_abs_dlogit"] < tol: bad.append(f"max |Δlogit| {r['max_abs_dlogit']:.1e} >= {tol:g}")
+    if not r["greedy_equal"]: bad.append(f"greedy tokens differ from token {r.get('greedy_matched', '?')} of {r['n_greedy']}")
+    return bad
 
 def cmd_serve(a):
     from mint.checkpoint import load_checkpoint
@@ -363,10 +419,15 @@ def main(argv=None) -> int:
         old = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         ap = build_parser()
-        a, extra = ap.parse_known_args(argv)
-        if extra:                                # name the subcommand's own usage, not the top-level one
-            sub = next(x for x in ap._actions if isinstance(x, argparse._SubParsersAction)).choices[a.cmd]
-            sub.error(f"unrecognized arguments: {' '.join(extra)}")
+        try:
+            a, extra = ap.parse_known_args(argv)
+            if extra:                            # name the subcommand's own usage and its closest option, not the top-level one
+                sub = next(x for x in ap._actions if isinstance(x, argparse._SubParsersAction)).choices[a.cmd]
+                opts = [o for x in sub._actions for o in x.option_strings]
+                hint = next((h for h in (_did_you_mean(x.split("=")[0], opts) for x in extra if x.startswith("-")) if h), "")
+                sub.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+        except SystemExit as e:                  # usage errors (2), --help and --version (0): argparse has printed them
+            return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
         return COMMANDS[a.cmd](a) or 0
     except BrokenPipeError:                     # output piped into `head` etc.: not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 1

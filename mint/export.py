@@ -17,7 +17,8 @@ from .checkpoint import atomic_write
 
 # %% auto #0
 __all__ = ['HF_CLASSES', 'ROPE_THETA', 'GGUF_DTYPES', 'hf_arch', 'interleave_rows', 'hf_config', 'hf_tensors',
-           'generation_config', 'export_hf', 'mint_greedy', 'hf_parity', 'gguf_arch', 'export_gguf', 'gguf_parity']
+           'generation_config', 'export_hf', 'mint_greedy', 'exported_params', 'hf_parity', 'gguf_arch', 'export_gguf',
+           'gguf_parity']
 
 # %% ../nbs/19_export.ipynb #4cc1fb28
 HF_CLASSES = {"llama": ("LlamaForCausalLM", "llama"), "qwen3": ("Qwen3ForCausalLM", "qwen3"),
@@ -138,14 +139,22 @@ def mint_greedy(params, cfg: ModelConfig, prompt_ids, n: int) -> list[int]:
         logits = dec.feed([out[-1]])
     return out
 
+def exported_params(params, cfg: ModelConfig, hf_class: str) -> tuple[np.ndarray, bool]:
+    "The Mint parameters an export as `hf_class` computes with, and whether the lm_head bias was dropped (zeroed here) to get them."
+    if not cfg.lm_head_bias or hf_class == HF_CLASSES["ernie"][0]: return params, False
+    p = np.array(params, np.float32)
+    views(p, cfg).lm_b[:] = 0                    # `--drop-lm-head-bias`: the exported model is Mint's without its bias
+    return p, True
+
 def hf_parity(folder, params, cfg: ModelConfig, tok, text: str, n_greedy: int = 32) -> dict:
-    "Load `folder` with `transformers` (CPU, float32) and compare ids, logits and `n_greedy` greedy tokens with Mint on `text`."
+    "Load `folder` with `transformers` (CPU, float32) and compare ids, logits and `n_greedy` greedy tokens with Mint on `text` (with the lm_head bias zeroed when the export dropped it: `bias_dropped`)."
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
     hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()       # no bars or notices in the outputs
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     htok = AutoTokenizer.from_pretrained(folder)
+    params, dropped = exported_params(params, cfg, type(model).__name__)
     ids = tok.encode(text)[: cfg.max_seq_len]
     hf_ids = htok(text, add_special_tokens=False)["input_ids"][: cfg.max_seq_len]
     with torch.no_grad():
@@ -157,7 +166,7 @@ def hf_parity(folder, params, cfg: ModelConfig, tok, text: str, n_greedy: int = 
         g = model.generate(torch.tensor([prompt.tolist()]), max_new_tokens=len(want), min_new_tokens=len(want),
                            do_sample=False, use_cache=True, attention_mask=torch.ones(1, len(prompt), dtype=torch.long))
     got = g[0, len(prompt):].tolist()
-    return dict(arch=type(model).__name__, tokenizer=tokenizer_kind(tok), n_tokens=len(ids),
+    return dict(arch=type(model).__name__, tokenizer=tokenizer_kind(tok), n_tokens=len(ids), bias_dropped=dropped,
                 ids_equal=hf_ids == ids.tolist(), max_abs_dlogit=float(np.abs(hf_logits - ref).max()),
                 greedy_equal=got == want, n_greedy=len(want), greedy_matched=next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), len(want)))
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import fnmatch
 from pathlib import Path
 from .text import CorpusError, CorpusNotFound, check_file
-from .records import Corpus, check_max, read_records
+from collections import Counter
+from .records import Corpus, check_max, read_records, MAX_PROBLEMS
 from .wiki import load_wiki
 
 # %% auto #0
 __all__ = ['BELLE_PATHS', 'TASK_PATHS', 'TASK_HINTS', 'DATA_SUFFIXES', 'file_kind', 'load_file', 'dir_patterns', 'task_patterns',
-           'match_pattern', 'find_data', 'load_task']
+           'match_pattern', 'find_data', 'folder_files', 'load_folder', 'load_task']
 
 # %% ../nbs/02d_formats.ipynb #c59e7517
 def _sniff(path: Path) -> str:
@@ -55,6 +56,7 @@ TASK_HINTS = {
     "belle": "download BelleGroup/train_1M_CN (or train_0.5M_CN) from Hugging Face into {root}/BelleGroup--train_1M_CN/",
     "lccc": "put LCCC-base_train.json (a JSON list of dialogues) into {root}/lccc/",
     "cmrc2018": "put the CMRC2018 train.json (data → paragraphs → qas) into {root}/cmrc2018/",
+    "squad": "put SQuAD's train-v2.0.json (or train-v1.1.json; data → paragraphs → qas) into {root}/squad/",
     "zhwiki": "put zhwiki-latest-pages-articles.xml.bz2 (dumps.wikimedia.org/zhwiki/latest/) into {root}/zhwiki/",
 }
 DATA_SUFFIXES = (".json", ".jsonl", ".txt", ".xml", ".bz2")
@@ -108,19 +110,54 @@ def find_data(task: str, root="data") -> Path:
 def _looks_like_path(s: str) -> bool:
     return "/" in s or "\\" in s or s.startswith(".") or s.lower().endswith(DATA_SUFFIXES)
 
+def folder_files(folder) -> tuple[list[Path], list[str]]:
+    "The data files (names ending in `DATA_SUFFIXES`) directly inside `folder`, sorted by name, and the names of what is left out (other files, subfolders; hidden ones are not named)."
+    files, other = [], []
+    for c in sorted(Path(folder).iterdir(), key=lambda c: c.name):
+        if c.name.startswith("."): continue
+        if c.is_file() and c.name.lower().endswith(DATA_SUFFIXES): files.append(c)
+        else: other.append(c.name + ("/" if c.is_dir() else ""))
+    return files, other
+
+def load_folder(folder, max_samples: int | None = None, cache_dir=None) -> Corpus:
+    "Every data file of `folder` (`folder_files`: in name order, not its subfolders) as one Corpus, stopping at `max_samples`; the files must be of one kind (chat or lm); errors name the file."
+    check_max(max_samples)
+    folder = Path(folder)
+    files, other = folder_files(folder)
+    if not files:
+        raise CorpusNotFound(f"no data file in the folder {folder.resolve()}: it needs files ending in "
+                             f"{', '.join(DATA_SUFFIXES)}" + (f" (it holds {', '.join(other[:8])})" if other else " (it is empty)"))
+    parts = []
+    for f in files:
+        left = None if max_samples is None else max_samples - sum(len(c) for c in parts)
+        if left == 0: break
+        parts.append(load_file(f, left, cache_dir))
+    kinds = {c.kind for c in parts}
+    if len(kinds) > 1:
+        by = {k: [c.source.name for c in parts if c.kind == k] for k in sorted(kinds)}
+        raise CorpusError(f"{folder.resolve()}: the folder mixes chat files ({', '.join(by['chat'])}) and plain-text (lm) files "
+                          f"({', '.join(by['lm'])}); a run trains on one kind: move one kind out, or pass one file")
+    first = parts[0]
+    out = Corpus(first.kind, [x for c in parts for x in c.samples], folder, fmt="+".join(dict.fromkeys(c.fmt for c in parts)))
+    out.notes.append(f"read {len(parts)} of {len(files)} file(s) in name order: "
+                     + ", ".join(f"{c.source.name} ({len(c):,})" for c in parts))
+    if other: out.notes.append(f"left out {len(other)} non-data name(s): {', '.join(other[:8])}{' …' if len(other) > 8 else ''}")
+    for c in parts:
+        out.skipped += c.skipped; out.bytes_read += c.bytes_read
+        out.skipped_by = Counter(out.skipped_by) + Counter(c.skipped_by); out.dropped = Counter(out.dropped) + Counter(c.dropped)
+        out.problems += [f"{c.source.name} {p}" for p in c.problems]
+        out.notes += [f"{c.source.name}: {n}" for n in c.notes]
+    out.problems = out.problems[:MAX_PROBLEMS]
+    return out
+
 def load_task(task_or_path, root="data", max_samples: int | None = None, cache_dir=None) -> Corpus:
-    "Load a task by name (belle, lccc, cmrc2018, zhwiki, or a folder under `root`) or a file/folder path; stops at `max_samples`."
+    "Load a task by name (a key of `TASK_PATHS`, or a folder name under `root`: one file along `task_patterns`), a file, or a folder (all its data files, `load_folder`); stops at `max_samples`."
     check_max(max_samples)
     s = str(task_or_path)
     cache_dir = Path(root) / "cache" if cache_dir is None else cache_dir
     if isinstance(task_or_path, Path) or _looks_like_path(s):
         p = Path(s)
-        if p.is_dir():
-            for pat in dir_patterns():
-                hits = match_pattern(p, pat)
-                if hits: return load_file(hits[0], max_samples, cache_dir)
-            raise CorpusNotFound(f"no data file in the folder {p.resolve()}. Looked in, in order:\n"
-                                 + "\n".join(f"  {p.resolve() / q}" for q in dir_patterns()))
+        if p.is_dir(): return load_folder(p, max_samples, cache_dir)
         if not p.exists(): raise CorpusNotFound(f"{p.resolve()}: no such file")
         return load_file(p, max_samples, cache_dir)
     return load_file(find_data(s, root), max_samples, cache_dir)

@@ -88,14 +88,72 @@ def test_rerun_into_a_folder_with_a_checkpoint(pretrained, capsys):
     assert pretrained.read_bytes() == before                     # the earlier (better) model is kept
 
 
+def usage_error(code, err):
+    "A usage error: exit code 2 and one line `mint: error: …; see 'mint X --help'`."
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mint: error: ") and lines[0].endswith(" --help'"), err
+    return lines[0]
+
+
 def test_bad_numbers_are_usage_errors(capsys):
-    for args in (["train", "--steps", "0"], ["train", "--batch-size", "-1"], ["train", "--lr", "-1"]):
-        with pytest.raises(SystemExit) as e: main(args)
-        assert e.value.code == 2 and args[1] in capsys.readouterr().err
-    for opt, val in (("--temperature", "-1"), ("--top-k", "-1"), ("--top-p", "0"), ("--max-new-tokens", "-3")):
-        code, _, err = run(["generate", "--prompt", "中国", opt, val, "--ckpt", "nowhere"], capsys)
-        msg = one_line_error(code, err)
-        assert opt in msg or opt.lstrip("-").replace("-", "_") in msg
+    "Numbers out of range are usage errors (exit 2, one line naming the flag) found at parse time, before any model is loaded."
+    cases = [(["train", "--steps", "0"], "--steps"), (["train", "--batch-size", "-1"], "--batch-size"),
+             (["train", "--lr", "-1"], "--lr"), (["train", "--warmup", "-1"], "--warmup"),
+             (["train", "--weight-decay", "-0.1"], "--weight-decay"), (["train", "--time-limit", "-5"], "--time-limit"),
+             (["train", "--seed", "-1"], "--seed"), (["train", "--lr", "inf"], "--lr"), (["demo", "--seed", "-2"], "--seed"),
+             (["serve", "x", "--port", "0"], "--port"), (["chat", "--max-rounds", "0"], "--max-rounds")]
+    for opt, val in (("--temperature", "-1"), ("--top-k", "-1"), ("--top-k", "1.5"), ("--top-p", "0"), ("--top-p", "1.01"),
+                     ("--max-new-tokens", "-3"), ("--seed", "-1"), ("--temperature", "nan")):
+        cases.append((["generate", "--prompt", "中国", opt, val, "--ckpt", "nowhere"], opt))
+    for args, opt in cases:
+        msg = usage_error(*run(args, capsys)[::2])
+        assert f"argument {opt}:" in msg and f"see 'mint {args[0]} --help'" in msg, msg
+
+
+def test_mistyped_command_choice_or_option_gets_a_suggestion(capsys):
+    msg = usage_error(*run(["trian", "--steps", "3"], capsys)[::2])
+    assert "unknown command 'trian'; did you mean 'train'?" in msg and "see 'mint --help'" in msg
+    assert "commands: train, generate" in usage_error(*run(["xyzzy"], capsys)[::2])
+    assert "did you mean 'tiny'?" in usage_error(*run(["train", "--preset", "tinny"], capsys)[::2])
+    assert "did you mean 'gguf'?" in usage_error(*run(["export", "a", "b", "--to", "gguff"], capsys)[::2])
+    msg = usage_error(*run(["train", "--stepz", "3"], capsys)[::2])
+    assert "unrecognized arguments: --stepz 3; did you mean '--steps'?" in msg and "see 'mint train --help'" in msg
+    assert "required: --prompt" in usage_error(*run(["generate"], capsys)[::2])
+    assert run(["--version"], capsys)[0] == 0
+
+
+def test_train_help_lists_every_task_format_and_folders():
+    "`mint train --help` is written from mint.formats' tables: every task (squad too) and file type, and what a folder means."
+    from mint.formats import TASK_PATHS, DATA_SUFFIXES
+    r = subprocess.run([sys.executable, "-c", "import sys; from mint.cli import main; sys.exit(main())", "train", "--help"],
+                       capture_output=True, text=True, env={**__import__("os").environ, "COLUMNS": "400"})
+    assert r.returncode == 0
+    text = " ".join(r.stdout.split())
+    assert all(t in text for t in [*TASK_PATHS, "squad", "peoples_daily", "chatterbot"]), text
+    assert all(x in text for x in DATA_SUFFIXES) and "a folder (all its" in text and "in name order" in text
+
+
+def test_train_on_a_folder_reads_every_file(tmp_path, capsys):
+    "`--data DIR` trains on all the folder's data files, in name order, and says so (it used to read only the first)."
+    from mint import data as D
+    lines = D.load_peoples_daily(max_lines=300)
+    d = tmp_path / "corpus"; d.mkdir()
+    (d / "b.txt").write_text("\n".join(lines[150:]) + "\n", encoding="utf-8")
+    (d / "a.txt").write_text("\n".join(lines[:150]) + "\n", encoding="utf-8")
+    code, out, err = run(["train", "--data", d, "--steps", "2", "--out", tmp_path / "r", *SMALL], capsys)
+    assert code == 0, err
+    assert "read 2 of 2 file(s) in name order: a.txt (150), b.txt (150)" in out and "300 sample(s)" in out
+
+
+def test_list_offers_resume_only_for_runs_that_stopped_early(pretrained, tmp_path, capsys):
+    code, out, _ = run(["list", "--root", pretrained.parent], capsys)
+    assert code == 0 and f"{pretrained.parent}: finished, all 12 steps done" in out and "--resume" not in out
+    early = tmp_path / "early"
+    assert main(["train", "--max", "300", "--steps", "500", "--time-limit", "0.0001", "--out", str(early), *SMALL]) == 0
+    capsys.readouterr()
+    code, out, _ = run(["list", "--root", early], capsys)
+    assert code == 0 and "training state at step " in out and "of 500 (continue: mint train --resume" in out and "finished" not in out, out
 
 
 def test_corrupt_checkpoint(pretrained, tmp_path, capsys):

@@ -68,6 +68,30 @@ def test_cli_export_check(trained, tmp_path, capsys):
     assert code == 1 and "--overwrite" in capsys.readouterr().err
 
 
+@needs_hf
+def test_cli_export_check_with_dropped_bias_compares_with_the_model_as_exported(trained, tmp_path, capsys):
+    "--drop-lm-head-bias --check: the export is checked against Mint without its lm_head bias (what was asked for) and passes."
+    ck = trained("report", "char")
+    code = main(["export", str(ck.path), "--to", "hf", str(tmp_path / "x"), "--drop-lm-head-bias", "--check"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "check (against Mint without its lm_head bias, as exported)" in out and "greedy tokens identical" in out
+    assert "mint: error" not in err and "mint: warning: lm_head.bias dropped" in err
+
+
+@needs_hf
+def test_cli_export_check_failure_is_a_one_line_error(trained, tmp_path, capsys, monkeypatch):
+    "A --check that finds a difference ends with one `mint: error:` line naming what differs (it used to exit 1 silently)."
+    import mint.export
+    ck = trained("llama", "char")
+    bad = dict(n_tokens=10, ids_equal=True, max_abs_dlogit=0.5, greedy_equal=False, n_greedy=32, greedy_matched=3)
+    monkeypatch.setattr(mint.export, "hf_parity", lambda *a, **k: bad)
+    code = main(["export", str(ck.path), "--to", "hf", str(tmp_path / "x"), "--check"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("mint: error: --check failed"), lines
+    assert "max |Δlogit| 5.0e-01" in lines[0] and "greedy tokens differ from token 3 of 32" in lines[0]
+
+
 @pytest.mark.parametrize("arch,tokenizer", ARCH_TOKENIZERS)
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_gguf_export_or_refusal(arch, tokenizer, dtype, trained, peoples_daily, tmp_path):

@@ -270,7 +270,43 @@ def test_paths_and_folders(tmp_path):
     (tmp_path / "empty_dir").mkdir()
     with pytest.raises(CorpusNotFound, match=r"no data file in the folder .*empty_dir") as e:
         load_task(tmp_path / "empty_dir")
-    assert str((tmp_path / "empty_dir").resolve() / "train.json") in str(e.value)
+    assert "it is empty" in str(e.value) and ".jsonl" in str(e.value)
+
+
+def test_a_folder_is_all_its_data_files_in_name_order(tmp_path):
+    "A folder is every data file in it (not just the first one found), sorted by name; other names are noted, never read."
+    d = tmp_path / "corpus"
+    _touch(d, "b.txt", "第二个文件的第一行\n第二个文件的第二行\n")
+    _touch(d, "a.jsonl", '{"text": "第一个文件"}\n')
+    _touch(d, "c.json", '[{"text": "第三个文件"}]')
+    _touch(d, "README.md", "not data"); (d / "sub").mkdir(); _touch(d / "sub", "x.txt", "子文件夹不读\n")
+    c = load_task(d)
+    assert c.samples == ["第一个文件", "第二个文件的第一行", "第二个文件的第二行", "第三个文件"]
+    assert c.source == d and c.kind == "lm"
+    summary = c.summary()
+    assert "read 3 of 3 file(s) in name order: a.jsonl (1), b.txt (2), c.json (1)" in summary
+    assert "README.md" in summary and "sub/" in summary
+    assert load_task(d, max_samples=2).samples == c.samples[:2]
+
+
+def test_a_folder_of_mixed_kinds_or_a_bad_file_is_an_error_naming_it(tmp_path):
+    d = tmp_path / "mixed"
+    _touch(d, "chat.jsonl", json.dumps({"instruction": "你好", "output": "你好！"}, ensure_ascii=False) + "\n")
+    _touch(d, "text.txt", "一行文字\n")
+    with pytest.raises(CorpusError, match=r"mixes chat files \(chat.jsonl\) and plain-text \(lm\) files \(text.txt\)"):
+        load_task(d)
+    (d / "text.txt").unlink(); _touch(d, "zz_empty.json", "")
+    with pytest.raises(CorpusError, match="zz_empty.json: file is empty"):
+        load_task(d)
+
+
+def test_squad_is_a_task_with_a_hint(tmp_path):
+    qa = {"version": "v2.0", "data": [{"paragraphs": [{"context": "长城很长。", "qas": [{"question": "长城长吗？", "answers": [{"text": "很长", "answer_start": 2}]}]}]}]}
+    _touch(tmp_path / "squad", "train-v2.0.json", json.dumps(qa, ensure_ascii=False))
+    c = load_task("squad", root=tmp_path)
+    assert (c.kind, c.fmt, len(c)) == ("chat", "qa", 1)
+    with pytest.raises(CorpusNotFound, match="SQuAD's train-v2.0.json"):
+        load_task("squad", root=tmp_path / "nowhere")
 
 
 def test_tasks_by_name_on_fixture_root(tmp_path):
