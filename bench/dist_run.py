@@ -19,7 +19,7 @@ Parts (each skipped, with the reason recorded, when the host has too few GPUs):
   b. weak scaling: medium with 32 rows per GPU (global 32·W) and d512 with 16 rows per GPU; tokens/s from the median
      step time after warm-up, efficiency = tokens/s(W) / (W · tokens/s(1)), and the all-reduce time per step (CUDA
      events around NCCL's all-reduce of the flat [gradients | loss] buffer, so the wait for the slowest rank counts);
-  c. the cost of the per-step stop vote (a time limit set, as `mint train` always sets one) on medium.
+  c. the cost of the per-step stop vote (a time limit set, as `mint train --time-limit` does) on medium.
 - fail (2 GPUs): rank 1 raises at step 5 -> the launcher must stop rank 0 and name rank 1; rank 1 hangs at step 5 ->
   rank 0's all-reduce must time out (MINT_COLLECTIVE_TIMEOUT=20) and the launcher stop rank 1. Seconds recorded.
 

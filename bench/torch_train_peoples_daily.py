@@ -53,7 +53,7 @@ def main(argv=None):
     ap.add_argument("--clip", type=float, default=50.0)
     ap.add_argument("--eval-every", type=int, default=dflt.eval_every)
     ap.add_argument("--eval-batches", type=int, default=16, help="batches per periodic validation (the final one uses all)")
-    ap.add_argument("--time-limit", type=float, default=9.0, help="minutes (default 9, as mint train; 0 = none)")
+    ap.add_argument("--time-limit", type=float, default=0.0, help="minutes (default none, as mint train; 0 = none)")
     ap.add_argument("--max", type=int, default=None, dest="max_lines", help="use at most N lines of the corpus")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--tf32", action="store_true", help="on CUDA: allow TF32 matmuls (default off: float32 like Mint)")

@@ -625,6 +625,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                              'mint.report.param_table': ('report.html#param_table', 'mint/report.py'),
                              'mint.report.render_report': ('report.html#render_report', 'mint/report.py'),
                              'mint.report.sample_texts': ('report.html#sample_texts', 'mint/report.py'),
+                             'mint.report.training_rows': ('report.html#training_rows', 'mint/report.py'),
                              'mint.report.write_report': ('report.html#write_report', 'mint/report.py')},
             'mint.rmsnorm': { 'mint.rmsnorm._check_bwd': ('rmsnorm.html#_check_bwd', 'mint/rmsnorm.py'),
                               'mint.rmsnorm._check_fwd': ('rmsnorm.html#_check_fwd', 'mint/rmsnorm.py'),

@@ -12,12 +12,13 @@ import numpy as np
 from .core import ModelConfig, gpu_info
 from .vocab import Vocab
 from .model import param_specs, n_params
-from .checkpoint import atomic_write, load_checkpoint
+from .checkpoint import atomic_write, load_checkpoint, runs_dir
 from .train import TrainConfig, plot_history, LiveCurves
 
 # %% auto #0
 __all__ = ['FP32_PEAK', 'LM_PROMPTS', 'CHAT_PROMPTS', 'param_table', 'model_flops_per_token', 'mfu', 'figure_svg',
-           'curves_figure', 'external_references', 'sample_texts', 'render_report', 'write_report', 'Run', 'fit']
+           'curves_figure', 'external_references', 'sample_texts', 'training_rows', 'render_report', 'write_report',
+           'Run', 'fit']
 
 # %% ../nbs/18a_report.ipynb #2e6889bb
 def _component(name: str) -> str:
@@ -137,6 +138,16 @@ def _kv_table(d: dict) -> str:
     cell = lambda v: f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else _e(v)
     return "<table>" + "".join(f"<tr><th>{_e(k)}</th><td>{cell(v)}</td></tr>" for k, v in d.items()) + "</table>"
 
+_DEFAULT_MEANS = {"eval_batches": "all", "time_limit": "none", "max_lines": "all", "init": "none (from scratch)"}
+
+def training_rows(tc: dict, cfg: ModelConfig | None) -> dict:
+    "The Training table of a report: `tc` (a saved `TrainConfig` dict) with each `None` default replaced by the value the run used."
+    rows = {k: v for k, v in tc.items() if k not in ("base_lr", "warmup_steps")}
+    resolved = {"lr": tc.get("base_lr"), "warmup": tc.get("warmup_steps"), "seq_len": cfg.max_seq_len if cfg else None}
+    for k, v in rows.items():
+        if v is None: rows[k] = resolved.get(k) if resolved.get(k) is not None else _DEFAULT_MEANS.get(k, "default")
+    return rows
+
 def render_report(name: str, hist: dict, summary: dict, cfg: ModelConfig | None, meta: dict, samples: list) -> str:
     "The report page (HTML text) of one run: key figures, problems (if any), curves, data, configs, parameter table, samples."
     s = summary
@@ -165,7 +176,7 @@ def render_report(name: str, hist: dict, summary: dict, cfg: ModelConfig | None,
                        f"<td class=muted>{_e(', '.join(r['tensors']))}</td></tr>" for r in param_table(cfg))
         parts += ["<h2>Parameters per component</h2>",
                   f"<table><tr><th>component</th><th>parameters</th><th>share</th><th>tensors</th></tr>{rows}</table>"]
-    if s.get("train_config"): parts += ["<h2>Training</h2>", _kv_table(s["train_config"])]
+    if s.get("train_config"): parts += ["<h2>Training</h2>", _kv_table(training_rows(s["train_config"], cfg))]
     if samples:
         rows = "".join(f"<tr><td>{_e(p)}</td><td class=sample><b>{_e(p)}</b>{_e(t)}</td></tr>" for p, t in samples)
         parts += ["<h2>Samples</h2><p class=muted>temperature 0.7, top-k 50, top-p 0.9, seed 0</p>",
@@ -251,7 +262,7 @@ def fit(data: str = "peoples_daily", preset: str = "tiny", steps: int = 300, out
     from mint.pipeline import train_corpus
     train_options.setdefault("eval_every", max(1, steps // 10))
     tcfg = TrainConfig(steps=steps, **train_options)
-    if out is None: out = Path("runs") / f"{Path(str(data)).stem}-{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if out is None: out = runs_dir() / f"{Path(str(data)).stem}-{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
     cbs = [LiveCurves(title=f"{preset} on {Path(str(data)).stem}")] if live else []
     rep = train_corpus(data, preset, tcfg, out, device=device, overwrite=overwrite, max_samples=max_samples,
                        log=log, progress=progress, callbacks=cbs)

@@ -18,8 +18,10 @@ def test_train_writes_a_self_contained_report_and_mint_report_rebuilds_it(tmp_pa
     page = report.read_text(encoding="utf-8")
     assert external_references(page) == []
     for s in ("best validation loss", "perplexity", "tokens/s", "<svg", "Parameters per component", "lm_head.weight",
-              "Samples", "train_samples", "base_lr", "People's Daily"):
+              "Samples", "train_samples", "People's Daily", "<th>lr</th><td>0.003</td>", "<th>seq_len</th><td>16</td>",
+              "<th>eval_batches</th><td>all</td>"):
         assert s in page, s
+    assert "<td>None</td>" not in page
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["steps"] == 10 and summary["train_samples"] + summary["val_samples"] == 300
     report.unlink()
