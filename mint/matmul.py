@@ -8,12 +8,12 @@ from .core import on_device, cdiv  # before numba: without a GPU it switches the
 import functools
 import numpy as np
 from numba import cuda, float32
-from .kernels import check_args, grid2d, block_sum_y
+from .kernels import check_args, grid2d, block_sum_y, column_block, COL_BX, COL_SLOTS
 
 # %% auto #0
-__all__ = ['TILE', 'gemm_kernel', 'BIAS_BX', 'BIAS_BY', 'BIAS_SLOTS', 'matmul_ref', 'linear_forward_ref', 'linear_backward_ref',
-           'make_gemm_kernel', 'matmul', 'linear_forward', 'bias_grad_kernel', 'bias_grad', 'linear_backward',
-           'gemm_playground', 'gemm_summary', 'gemm_widget']
+__all__ = ['TILE', 'gemm_kernel', 'matmul_ref', 'linear_forward_ref', 'linear_backward_ref', 'make_gemm_kernel', 'matmul',
+           'linear_forward', 'bias_grad_kernel', 'bias_grad', 'linear_backward', 'gemm_playground', 'gemm_summary',
+           'gemm_widget']
 
 # %% ../nbs/04_matmul.ipynb #14d49769
 def _gemm_dims(a, b, trans_a: bool, trans_b: bool, fn: str = "matmul", names=("a", "b")) -> tuple[int, int, int]:
@@ -136,19 +136,16 @@ def linear_forward(x, w, b=None, out=None, tile: int | None = None):
     return _gemm(x, w, out, b, False, True, tile)
 
 # %% ../nbs/04_matmul.ipynb #6c3f149e
-BIAS_BX, BIAS_BY = 32, 8        # columns per block (coalesced), row-strided partial sums per column (a power of 2)
-BIAS_SLOTS = BIAS_BX * BIAS_BY   # the shared buffer's length, computed here: a shared shape must be a constant
-
 @cuda.jit
 def bias_grad_kernel(dy, db):
-    "db[j] = Σ_n dy[n, j]: dy [N, out] float32 -> db [out]; block (BIAS_BX, BIAS_BY), grid cdiv(out, BIAS_BX)."
-    buf = cuda.shared.array(BIAS_SLOTS, float32)
+    "db[j] = Σ_n dy[n, j]: dy [N, out] float32 -> db [out]; launch `column_block(out, N)`."
+    buf = cuda.shared.array(COL_SLOTS, float32)
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
-    col = cuda.blockIdx.x * BIAS_BX + tx
+    col = cuda.blockIdx.x * COL_BX + tx
     acc = float32(0.0)
     if col < dy.shape[1]:
-        for n in range(ty, dy.shape[0], BIAS_BY):
+        for n in range(ty, dy.shape[0], cuda.blockDim.y):
             acc += dy[n, col]
     total = block_sum_y(buf, acc)          # the column's sum, in every thread of the column
     if ty == 0 and col < db.shape[0]:
@@ -160,7 +157,7 @@ def bias_grad(dy, out=None):
     if not check_args("bias_grad", dy=(dy, ("N", "O"), np.floating), out=(out, ("O",), dy.dtype.type), outs=("out",)):
         return np.sum(dy, axis=0, out=out)
     if out is None: out = cuda.device_array(dy.shape[1], dtype=np.float32)
-    bias_grad_kernel[grid2d(dy.shape[1], BIAS_BY, block=(BIAS_BX, BIAS_BY))](dy, out)
+    bias_grad_kernel[column_block(dy.shape[1], dy.shape[0])](dy, out)
     return out
 
 def linear_backward(dy, x, w, dx=None, dw=None, db=None, has_bias: bool = True, tile: int | None = None):

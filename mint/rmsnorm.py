@@ -8,12 +8,12 @@ from .core import on_device, simulator_enabled, cdiv  # before numba: without a 
 import math
 import numpy as np
 from numba import cuda, float32, njit, prange
-from .kernels import check_args, launch, grid2d, block_sum, block_sum_y, reduction_block
+from .kernels import check_args, launch, grid2d, block_sum, block_sum_y, reduction_block, column_block, COL_BX, COL_SLOTS
 
 # %% auto #0
-__all__ = ['RMSNORM_MAX_BLOCK', 'RMSNORM_BLOCK', 'DG_COLS', 'DG_ROWS', 'DG_SLOTS', 'rmsnorm_forward_ref', 'rmsnorm_backward_ref',
-           'rmsnorm_forward_cpu', 'rmsnorm_backward_cpu', 'rmsnorm_fwd_kernel', 'rmsnorm_bwd_kernel',
-           'rmsnorm_dg_kernel', 'rmsnorm_forward', 'rmsnorm_backward']
+__all__ = ['RMSNORM_MAX_BLOCK', 'RMSNORM_BLOCK', 'rmsnorm_forward_ref', 'rmsnorm_backward_ref', 'rmsnorm_forward_cpu',
+           'rmsnorm_backward_cpu', 'rmsnorm_fwd_kernel', 'rmsnorm_bwd_kernel', 'rmsnorm_dg_kernel', 'rmsnorm_forward',
+           'rmsnorm_backward']
 
 # %% ../nbs/07_rmsnorm.ipynb #aac9ce8e
 def _check_fwd(fn: str, x, g, out, rstd) -> bool:
@@ -108,9 +108,6 @@ def rmsnorm_fwd_kernel(x, g, eps, y, rstd):
         y[row, j] = x[row, j] * r * g[j]
 
 # %% ../nbs/07_rmsnorm.ipynb #05d0b62e
-DG_COLS, DG_ROWS = 32, 8                                   # dg kernel block: 32 columns x 8 row lanes
-DG_SLOTS = DG_COLS * DG_ROWS                               # its shared buffer's length (a constant, computed here)
-
 @cuda.jit
 def rmsnorm_bwd_kernel(dy, x, g, rstd, dx):
     "One block per row: dx = g*dy*r - x*dot*r^3/d with dot = sum_j g_j dy_j x_j (float32)."
@@ -129,15 +126,15 @@ def rmsnorm_bwd_kernel(dy, x, g, rstd, dx):
 
 @cuda.jit
 def rmsnorm_dg_kernel(dy, x, rstd, dg):
-    "Column reduction dg[j] = sum_n dy[n,j]*x[n,j]*rstd[n]; block (DG_COLS, DG_ROWS), grid cdiv(d, DG_COLS)."
+    "Column reduction dg[j] = sum_n dy[n,j]*x[n,j]*rstd[n]; launch `column_block(d, N)`."
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     n_rows, d = x.shape
-    j = cuda.blockIdx.x * DG_COLS + tx
-    buf = cuda.shared.array(DG_SLOTS, float32)
+    j = cuda.blockIdx.x * COL_BX + tx
+    buf = cuda.shared.array(COL_SLOTS, float32)
     acc = float32(0.0)
     if j < d:
-        for n in range(ty, n_rows, DG_ROWS):
+        for n in range(ty, n_rows, cuda.blockDim.y):
             acc += dy[n, j] * x[n, j] * rstd[n]
     total = block_sum_y(buf, acc)
     if ty == 0 and j < d:
@@ -170,5 +167,5 @@ def rmsnorm_backward(dy, x, g, rstd, dx=None, dg=None, block: int | None = None)
     if dx is None: dx = cuda.device_array((n, d), np.float32)
     if dg is None: dg = cuda.device_array(d, np.float32)
     if n: rmsnorm_bwd_kernel[launch(n, b)](dy, x, g, rstd, dx)
-    if d: rmsnorm_dg_kernel[grid2d(d, DG_ROWS, block=(DG_COLS, DG_ROWS))](dy, x, rstd, dg)
+    if d: rmsnorm_dg_kernel[column_block(d, n)](dy, x, rstd, dg)
     return dx, dg
