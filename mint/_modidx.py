@@ -461,6 +461,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'mint.kernels.launch': ('kernels.html#launch', 'mint/kernels.py'),
                               'mint.kernels.next_pow2': ('kernels.html#next_pow2', 'mint/kernels.py'),
                               'mint.kernels.reduction_block': ('kernels.html#reduction_block', 'mint/kernels.py'),
+                              'mint.kernels.rows_grid': ('kernels.html#rows_grid', 'mint/kernels.py'),
                               'mint.kernels.stream_handle': ('kernels.html#stream_handle', 'mint/kernels.py'),
                               'mint.kernels.swap01': ('kernels.html#swap01', 'mint/kernels.py'),
                               'mint.kernels.swap01_kernel': ('kernels.html#swap01_kernel', 'mint/kernels.py'),

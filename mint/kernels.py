@@ -11,8 +11,8 @@ from numba import cuda, float32
 
 # %% auto #0
 __all__ = ['THREADS', 'MAX_BLOCKS', 'COL_BX', 'COL_MAX_BY', 'COL_SLOTS', 'launch', 'grid1d', 'next_pow2', 'grid2d', 'unchecked',
-           'check_args', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel', 'swap01_kernel', 'copy', 'add',
-           'swap01', 'block_sum', 'block_max', 'block_sum_y', 'column_block', 'reduction_block', 'Graph',
+           'check_args', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel', 'swap01_kernel', 'rows_grid',
+           'copy', 'add', 'swap01', 'block_sum', 'block_max', 'block_sum_y', 'column_block', 'reduction_block', 'Graph',
            'stream_handle', 'capture']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
@@ -201,12 +201,17 @@ def add_kernel(a, b, out):
 
 @cuda.jit
 def swap01_kernel(src, dst):
-    "dst[j, i, c] = src[i, j, c]: src (I, J, C) -> dst (J, I, C), grid-stride over src in row-major order."
+    "dst[j, i, c] = src[i, j, c]: src (I, J, C) -> dst (J, I, C); blocks stride over the I·J rows (i, j), threads along c (launch `rows_grid(I * J, C)`)."
     I, J, C = src.shape
-    for i in range(cuda.grid(1), I * J * C, cuda.gridsize(1)):
-        c = i % C                 # i walks src row-major: reads and writes are contiguous in c
-        r = i // C
-        dst[r % J, r // J, c] = src[r // J, r % J, c]
+    for r in range(cuda.blockIdx.x, I * J, cuda.gridDim.x):
+        i = r // J
+        j = r - i * J
+        for c in range(cuda.threadIdx.x, C, cuda.blockDim.x):
+            dst[j, i, c] = src[i, j, c]
+
+def rows_grid(n_rows: int, row_len: int) -> tuple:
+    "`launch` of a kernel whose blocks stride over `n_rows` rows and whose threads stride along a row of `row_len`: ≤ MAX_BLOCKS blocks of ≤ THREADS threads (at least a warp)."
+    return launch(max(1, min(int(n_rows), MAX_BLOCKS)), min(THREADS, max(32, next_pow2(row_len))))
 
 # %% ../nbs/03_kernels.ipynb #64afffdd
 def copy(src, dst):
@@ -231,7 +236,7 @@ def swap01(src, dst):
     check_args("swap01", src=(src, (None, None, None), None))
     I, J, C = src.shape
     if check_args("swap01", src=src, dst=(dst, (J, I, C), np.dtype(src.dtype).type), outs=("dst",)):
-        if src.size: swap01_kernel[grid1d(src.size)](src, dst)
+        if src.size: swap01_kernel[rows_grid(I * J, C)](src, dst)
     else: np.copyto(dst, src.transpose(1, 0, 2))
     return dst
 

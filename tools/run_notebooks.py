@@ -2,7 +2,7 @@
 """Execute notebooks in a Jupyter kernel and store their outputs, as a reader would see them after Run All.
 
     python tools/run_notebooks.py                  # every notebook in nbs/
-    python tools/run_notebooks.py nbs/04_matmul.ipynb nbs/14_train.ipynb -j 2
+    python tools/run_notebooks.py nbs/04_matmul.ipynb nbs/13_train.ipynb -j 2
 
 Cells run in the notebook's folder, in the `python3` kernel, with the environment of this command. Nothing is set
 by hand: on a machine without a CUDA GPU `mint.core` switches numba's simulator on by itself. Cells marked
