@@ -1,6 +1,7 @@
-"""The GEMM ladder of chapter 04a on a GPU: every rung of `mint.gemm` (v1-v5, with a sweep of v5's tile shapes and
-split-K factors), cuBLAS FP32 and TF32 through PyTorch and through Mint's cupy provider, at 1024³-4096³ and at the
-GEMMs of the medium and d512 models. Every result is checked against NumPy (float64) before it is timed.
+"""The GEMM ladder of chapters 20 and 24 on a GPU: every rung of `mint.gemm` (v1-v5, with a sweep of v5's tile shapes
+and split-K factors), the tensor-core rungs v6 and v7 of `mint.tensor_cores` (bf16, with v7's tile shapes), cuBLAS
+FP32, TF32 and bf16 through PyTorch and through Mint's ctypes provider (`mint.cublas`), at 1024³-4096³ and at the
+GEMMs of the d512 and d768 models. Every result is checked against float64 before it is timed.
 
 Prints a Markdown table last and writes every measurement as JSON (date, device, versions) to
 $OUT/gemm_ladder_<device>_<date>.json when $OUT is set, else to bench/results/.
@@ -8,9 +9,10 @@ $OUT/gemm_ladder_<device>_<date>.json when $OUT is set, else to bench/results/.
     python bench/gemm_ladder.py                   # checks, the ladder, the sweep (about 5 minutes on an H200)
     python bench/gemm_ladder.py --no-sweep        # checks and the ladder only
     python bench/gemm_ladder.py --budget 300      # stop starting new measurements after 300 s
+    python bench/gemm_ladder.py --tc-only         # the tensor-core part only: cuBLAS bf16, v6, v7 (about 1 minute)
 """
 from __future__ import annotations
-import argparse, datetime, json, os, sys, time, traceback
+import argparse, datetime, functools, json, os, sys, time, traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -20,7 +22,12 @@ if not hasattr(np, "row_stack"): np.row_stack = np.vstack   # numba-cuda 0.30.4 
 from numba import cuda, config as nb_config      # noqa: E402
 nb_config.CUDA_LOW_OCCUPANCY_WARNINGS = False    # the odd-shape checks launch small grids on purpose
 from mint import gemm as G                       # noqa: E402
+from mint import tensor_cores as TC              # noqa: E402
+from mint.cublas import load_cublas, cublas_gemm  # noqa: E402
+from mint.matmul import _gemm                    # noqa: E402  (chapter 04's tiled kernel: ladder rung v2)
 from mint.core import cdiv, rel_error            # noqa: E402
+import ml_dtypes                                 # noqa: E402
+G.register_rung(2, lambda a, b, out, bias, ta, tb, cfg: _gemm(a, b, out, bias, ta, tb, tile=cfg.bm))
 
 SQUARES = [(f"{s}³", s, s, s, False, False) for s in (1024, 2048, 4096)]
 T8X8 = G.GemmConfig(128, 128, 16, 8, 8, vec=4, unroll=4)            # 256 threads, 227 registers: 8 warps per SM
@@ -86,7 +93,7 @@ def checks(run: Run, shape=(301, 257, 263), split_shape=(129, 67, 1000), have_cu
     "Every rung (this device's tile shapes), split-K and both cuBLAS providers against NumPy at odd shapes, four transpose modes."
     cases = [(f"v{v} {shape}", lambda v=v: G.check_version(v, *shape, tol=1e-4)) for v in (1, 2, 3, 4, 5)]
     cases += [(f"v5 split 7 {split_shape}", lambda: G.check_version(5, *split_shape, split_k=7, tol=1e-4))]
-    for prov, tol in (("cublas", 1e-4), ("cublas-tf32", 5e-3)) if have_cupy else ():
+    for prov, tol in (("cublas", 1e-4), ("cublas-tf32", 5e-3), ("cublas-bf16", 1e-2), ("tc", 1e-2)) if have_cupy else ():
         def prov_check(prov=prov, tol=tol):
             with G.gemm_provider(prov):
                 for n, (ta, tb) in enumerate(G.TRANS_MODES):
@@ -97,12 +104,7 @@ def checks(run: Run, shape=(301, 257, 263), split_shape=(129, 67, 1000), have_cu
                     assert err < tol, f"{prov} trans_a={ta} trans_b={tb}: {err:.2e}"
             print(f"{prov}: 4 transpose modes within {tol:.0e} of NumPy", flush=True)
         cases.append((f"provider {prov}", prov_check))
-    def zero_copy():
-        cp = G._cublas().cupy
-        d = cuda.to_device(np.arange(6, dtype=np.float32).reshape(2, 3))
-        assert cp.asarray(d).data.ptr == d.device_ctypes_pointer.value
-        print("cupy.asarray(numba array) shares its memory", flush=True)
-    if have_cupy: cases.append(("zero copy", zero_copy))
+    if not G.simulator_enabled(): cases += tc_checks()
     for what, fn in cases:
         if not run.due(): return
         t = time.time()
@@ -114,6 +116,84 @@ def checks(run: Run, shape=(301, 257, 263), split_shape=(129, 67, 1000), have_cu
             run.add(dict(kind="check", what=what, ok=False))
 
 
+def tc_checks() -> list:
+    "v6 (bf16, TF32) and v7 (every tile) at odd shapes in four transpose modes with bias, against float64 of their operands."
+    cases = []
+    for s in ((301, 257, 263), (130, 72, 262), (64, 128, 4096)):
+        for name, kw, tol in (("v6 bf16", dict(version=6), 1e-4), ("v6 tf32", dict(version=6, tf32=True), 5e-3),
+                              *[(f"v7 {c}", dict(version=7, config=c), 1e-4) for c in TC.V7_TILES]):
+            def case(s=s, kw=kw, tol=tol, name=name):
+                worst = 0.0
+                for n, (ta, tb) in enumerate(G.TRANS_MODES):
+                    r = TC.tc_check(M=s[0], N=s[1], K=s[2], trans_a=ta, trans_b=tb, seed=n, **kw)
+                    assert r["nan"] == 0 and r["err"] < tol, f"{name} {s} trans_a={ta} trans_b={tb}: {r}"
+                    worst = max(worst, r["err"])
+                print(f"{name:36s} {s}: 4 transpose modes, worst relative error {worst:.1e}", flush=True)
+            cases.append((f"{name} {s}", case))
+    return cases
+
+
+@functools.lru_cache(maxsize=1)
+def tc_operands(M, N, K, ta, tb):
+    "Random bf16 operands on the device (stored per the flags) and their float64 values on the host."
+    rng = np.random.default_rng(M + N + K)
+    a = rng.standard_normal((K, M) if ta else (M, K), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((N, K) if tb else (K, N), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    return cuda.to_device(a.view(np.uint16)), cuda.to_device(b.view(np.uint16)), a, b
+
+
+def tc_bench(version, M, N, K, ta, tb, config=None) -> dict:
+    "cuBLAS bf16 ('cublas-bf16', 'torch-bf16') or a tensor-core rung (6, 7) on bf16 operands: checked on 64 sampled rows against float64, then timed."
+    da, db, a, b = tc_operands(M, N, K, ta, tb)
+    out = cuda.to_device(np.full((M, N), np.nan, np.float32))
+    if version == "cublas-bf16": run = lambda: cublas_gemm(da, db, out, None, ta, tb, mode="bf16")
+    elif version == "torch-bf16":
+        import torch
+        A, B = (torch.as_tensor(x, device="cuda").view(torch.bfloat16) for x in (da, db))
+        opA, opB = (A.T if ta else A), (B.T if tb else B)
+        C = torch.as_tensor(out, device="cuda")
+        run = lambda: C.copy_(torch.matmul(opA, opB))          # bf16 output as torch gives it, widened (a copy more)
+    else: run = lambda: TC.tc_gemm(da, db, out, None, ta, tb, version, config)
+    run(); cuda.synchronize()
+    idx = np.random.default_rng(1).choice(M, min(64, M), replace=False)
+    ref = (a.T if ta else a)[idx].astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+    err = rel_error(out.copy_to_host()[idx], ref)
+    t = G.time_device(run)
+    return dict(version=version if isinstance(version, str) else f"v{version}", config=str(config) if config else None,
+                split_k=1, M=M, N=N, K=K, trans_a=ta, trans_b=tb, bias=False, time=t, tflops=2 * M * N * K / t / 1e12,
+                max_err=err)
+
+
+def tc_ladder(run: Run, shapes, have_torch: bool) -> None:
+    "cuBLAS bf16 (ours and torch's), v7 with its own tile choice and every tile, v6 at the square shapes."
+    for label, M, N, K, ta, tb in shapes:
+        for v in ("cublas-bf16",) + (("torch-bf16",) if have_torch else ()):
+            measure(run, lambda v=v: tc_bench(v, M, N, K, ta, tb), label, role="tc")
+        measure(run, lambda: tc_bench(7, M, N, K, ta, tb), label, role="tc")
+        for c in TC.V7_TILES:
+            measure(run, lambda c=c: tc_bench(7, M, N, K, ta, tb, c), label, role="tc-sweep")
+        if M == N == K: measure(run, lambda: tc_bench(6, M, N, K, ta, tb), label, role="tc")
+
+
+def tc_table(records: list[dict], shapes) -> str:
+    "Markdown: per shape, cuBLAS bf16 and each tensor-core rung's TFLOP/s, v7 ÷ cuBLAS bf16 and the best v7 tile."
+    rows = []
+    for label, M, N, K, ta, tb in shapes:
+        at = [r for r in records if r.get("kind") == "time" and r["label"] == label and r.get("role", "").startswith("tc")]
+        get = lambda v, role="tc": next((r["tflops"] for r in at if r["version"] == v and r["role"] == role), None)
+        best = max((r for r in at if r["version"] == "v7"), key=lambda r: r["tflops"], default=None)
+        row = dict(shape=f"{label} ({M}×{N}×{K}{', Aᵀ' if ta else ''}{', Bᵀ' if tb else ''})", cublas=get("cublas-bf16"),
+                   torch=get("torch-bf16"), v6=get("v6"), v7=get("v7"), best=best and best["tflops"],
+                   best_cfg=best and best["config"])
+        row["frac"] = row["cublas"] and row["v7"] and row["v7"] / row["cublas"]
+        row["frac_best"] = row["cublas"] and row["best"] and row["best"] / row["cublas"]
+        rows.append(row)
+    cols = [("shape", "GEMM (M×N×K)", ""), ("cublas", "cuBLAS bf16", ".1f"), ("torch", "torch bf16", ".1f"),
+            ("v6", "v6", ".1f"), ("v7", "v7", ".1f"), ("frac", "v7 ÷ cuBLAS", ".2f"), ("best", "best v7", ".1f"),
+            ("frac_best", "best ÷ cuBLAS", ".2f"), ("best_cfg", "best v7 tile", "")]
+    return benchlib.table(rows, cols)
+
+
 def measure(run: Run, fn, label: str, **meta):
     "One timed measurement, recorded with `meta`; failures are recorded, not raised."
     if not run.due(): return None
@@ -122,7 +202,7 @@ def measure(run: Run, fn, label: str, **meta):
     except Exception as e:
         run.fail(f"{label} {meta}", e)
         return None
-    tol = 5e-3 if "tf32" in str(r["version"]) else 1e-4
+    tol = 5e-3 if "tf32" in str(r["version"]) else (1e-2 if "bf16" in str(r["version"]) else 1e-4)
     if not r["max_err"] <= tol:
         run.fail(f"{label} {meta}", AssertionError(f"relative error {r['max_err']:.2e} > {tol:.0e}"))
     rec = run.add(dict(kind="time", label=label, **meta, **r))
@@ -141,7 +221,7 @@ def ladder(run: Run, shapes, have_torch: bool, have_cupy: bool) -> None:
             for tf32 in (False, True):
                 measure(run, lambda: torch_gemm_bench(M, N, K, ta, tb, tf32), label, role="cublas")
         if have_cupy:
-            for prov in ("cublas", "cublas-tf32"):
+            for prov in ("cublas", "cublas-tf32", "cublas-bf16"):
                 measure(run, lambda: G.gemm_bench(prov, None, **kw), label, role="cupy")
         for v in (1, 2, 3, 4, 5):
             measure(run, lambda: G.gemm_bench(v, None, **kw), label, role="ladder")
@@ -198,6 +278,7 @@ def main(argv=None) -> int:
     p.add_argument("--budget", type=float, default=420, help="seconds after which no new measurement starts (default 420)")
     p.add_argument("--no-sweep", action="store_true", help="skip the v5 tile and split-K sweep")
     p.add_argument("--no-checks", action="store_true", help="skip the correctness checks at odd shapes")
+    p.add_argument("--tc-only", action="store_true", help="only the tensor-core part: its checks, cuBLAS bf16, v6 and v7")
     p.add_argument("--tiny", action="store_true", help="tiny shapes and the simulator's tiles: a smoke test of this script "
                    "that also runs under NUMBA_ENABLE_CUDASIM=1 (its times mean nothing)")
     p.add_argument("--out", default=os.environ.get("OUT") or str(benchlib.RESULTS), help="folder for the JSON ($OUT, else bench/results)")
@@ -219,7 +300,12 @@ def main(argv=None) -> int:
         except ImportError:
             pass
     try:
-        host["cupy"] = G._cublas().cupy.__version__; have_cupy = True
+        import cupy
+        host["cupy"] = cupy.__version__
+    except ImportError:
+        host["cupy"] = None
+    try:
+        load_cublas(); have_cupy = True              # cuBLAS through ctypes (cupy only helps find the library)
     except RuntimeError as e:
         print(e); have_cupy = False
     print(f"device {host.get('device')}, numba {host['numba']}, numba-cuda {host['numba_cuda']}, numpy {host['numpy']}, "
@@ -231,12 +317,26 @@ def main(argv=None) -> int:
         squares, model = SQUARES, G.model_shapes()
         check_shapes, sweep_cfgs, tiles = ((301, 257, 263), (129, 67, 1000)), SWEEP_4096, G.V5_TILES + (T8X8,)
     big = squares[-1]
+    tc = not G.simulator_enabled() and have_cupy
+    if args.tc_only:
+        if not args.no_checks:
+            for what, fn in tc_checks():
+                try: fn(); run.add(dict(kind="check", what=what, ok=True))
+                except Exception as e: run.fail(what, e); run.add(dict(kind="check", what=what, ok=False))
+        tc_ladder(run, [big] + model, have_torch)
+        return finish(run, host, args, out, squares, model)
     if not args.no_checks: checks(run, *check_shapes, have_cupy=have_cupy)
+    if tc: tc_ladder(run, [big] + model, have_torch)
     ladder(run, [big] + model, have_torch, have_cupy)          # the headline shape and the model's GEMMs first,
     if not args.no_sweep:                                       # then the sweeps, then the smaller squares
         sweep_square(run, big, sweep_cfgs)
         sweep_model(run, model, tiles)
     ladder(run, squares[:-1], have_torch, have_cupy)
+    return finish(run, host, args, out, squares, model)
+
+
+def finish(run: Run, host: dict, args, out: Path, squares, model) -> int:
+    "Resource report, the JSON record, the failures and the tables; the exit code."
     res = []
     if not G.simulator_enabled():
         for key, kern in G.made_kernels().items():
@@ -255,7 +355,8 @@ def main(argv=None) -> int:
     print(f"\nwrote {path.name}: {len(run.records)} records, {len(run.failures)} failures, "
           f"{run.skipped} skipped for the budget, {doc['wall_s']} s")
     for f in run.failures: print("FAILED", f["what"], f["error"][:300])
-    print(table(run.records, squares + model))
+    if not args.tc_only: print(table(run.records, squares + model))
+    if any(r.get("role", "").startswith("tc") for r in run.records): print(tc_table(run.records, squares[-1:] + model))
     return 1 if run.failures else 0
 
 

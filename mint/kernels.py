@@ -11,9 +11,9 @@ from numba import cuda, float32
 
 # %% auto #0
 __all__ = ['THREADS', 'MAX_BLOCKS', 'COL_BX', 'COL_MAX_BY', 'COL_SLOTS', 'launch', 'grid1d', 'next_pow2', 'grid2d', 'unchecked',
-           'check_args', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel', 'swap01_kernel', 'rows_grid',
-           'copy', 'add', 'swap01', 'block_sum', 'block_max', 'block_sum_y', 'column_block', 'reduction_block', 'Graph',
-           'stream_handle', 'capture']
+           'check_args', 'gemm_dims', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel', 'swap01_kernel',
+           'rows_grid', 'copy', 'add', 'swap01', 'block_sum', 'block_max', 'block_sum_y', 'column_block',
+           'reduction_block', 'Graph', 'stream_handle', 'capture']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
 THREADS = 32 if simulator_enabled() else 256       # threads per block of 1-D (grid-stride) launches
@@ -138,6 +138,17 @@ def check_args(fn: str, /, outs: tuple = (), inplace: bool = False, **args) -> b
             why = f" without being {k} itself (the one overlap in place allows)" if inplace and k not in outs else ""
             raise ValueError(f"{fn}: {o} overlaps {k}{why}: pass a separate buffer")
     return dev
+
+# %% ../nbs/03_kernels.ipynb #ba22e475
+def gemm_dims(a, b, trans_a: bool, trans_b: bool, fn: str = "matmul", names=("a", "b"), dtypes=np.floating) -> tuple[int, int, int]:
+    "(M, K, N) of op(a)·op(b) for 2-D `a`, `b` of one dtype (`dtypes`: float by default); ValueError naming `fn` when they are not, or the inner dimensions differ."
+    check_args(fn, **{names[0]: (a, (None, None), dtypes), names[1]: (b, (None, None), np.dtype(a.dtype).type)})
+    M, K = (a.shape[1], a.shape[0]) if trans_a else a.shape
+    Kb, N = (b.shape[1], b.shape[0]) if trans_b else b.shape
+    if K != Kb:
+        raise ValueError(f"{fn}: inner dimensions differ: op({names[0]}) is {M}x{K}, op({names[1]}) is {Kb}x{N} "
+                         f"({names[0]} {tuple(a.shape)}, {names[1]} {tuple(b.shape)}, trans_a={trans_a}, trans_b={trans_b})")
+    return M, K, N
 
 # %% ../nbs/03_kernels.ipynb #a662eab3
 def _view(a, shape: tuple, strides: tuple):

@@ -8,7 +8,8 @@ from .core import on_device, cdiv  # before numba: without a GPU it switches the
 import functools
 import numpy as np
 from numba import cuda, float32
-from .kernels import check_args, grid2d, block_sum_y, column_block, COL_BX, COL_SLOTS
+from .kernels import check_args, grid2d, block_sum_y, column_block, COL_BX, COL_SLOTS, gemm_dims
+from .gemm import launch_gemm   # training's GEMM (chapter 20): v5, cuBLAS or the tensor cores
 
 # %% auto #0
 __all__ = ['TILE', 'gemm_kernel', 'matmul_ref', 'linear_forward_ref', 'linear_backward_ref', 'make_gemm_kernel', 'matmul',
@@ -16,15 +17,7 @@ __all__ = ['TILE', 'gemm_kernel', 'matmul_ref', 'linear_forward_ref', 'linear_ba
            'gemm_widget']
 
 # %% ../nbs/04_matmul.ipynb #14d49769
-def _gemm_dims(a, b, trans_a: bool, trans_b: bool, fn: str = "matmul", names=("a", "b")) -> tuple[int, int, int]:
-    "(M, K, N) of op(a)·op(b) for 2-D float `a`, `b` of one dtype; ValueError naming `fn` when they are not, or the inner dimensions differ."
-    check_args(fn, **{names[0]: (a, (None, None), np.floating), names[1]: (b, (None, None), np.dtype(a.dtype).type)})
-    M, K = (a.shape[1], a.shape[0]) if trans_a else a.shape
-    Kb, N = (b.shape[1], b.shape[0]) if trans_b else b.shape
-    if K != Kb:
-        raise ValueError(f"{fn}: inner dimensions differ: op({names[0]}) is {M}x{K}, op({names[1]}) is {Kb}x{N} "
-                         f"({names[0]} {tuple(a.shape)}, {names[1]} {tuple(b.shape)}, trans_a={trans_a}, trans_b={trans_b})")
-    return M, K, N
+_gemm_dims = gemm_dims   # the operand check every GEMM entry shares (chapter 03, `mint.kernels.gemm_dims`)
 
 # %% ../nbs/04_matmul.ipynb #97d4e23a
 def matmul_ref(a: np.ndarray, b: np.ndarray, trans_a: bool = False, trans_b: bool = False, out=None) -> np.ndarray:
@@ -111,7 +104,6 @@ def _dummy_bias():
 def _gemm(a, b, out, bias, trans_a: bool, trans_b: bool, tile: int | None = None):
     "Launch out = op(a)·op(b) (+ bias) on checked device float32 arrays — `tile` None: training's GEMM; an int: this chapter's tiled kernel; allocates `out` if None."
     if tile is None:   # training's GEMM: the best rung of the GEMM-ladder chapter (or cuBLAS, `mint.gemm.set_gemm_provider`)
-        from mint.gemm import launch_gemm          # imported here: mint.gemm builds on this module
         return launch_gemm(a, b, out, bias, trans_a, trans_b)
     M = a.shape[1] if trans_a else a.shape[0]
     N = b.shape[0] if trans_b else b.shape[1]

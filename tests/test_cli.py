@@ -188,6 +188,8 @@ def test_gpu_command_without_gpu(capsys, monkeypatch):
 
 @pytest.mark.parametrize("args, words", [(["--device", "cpu", "--gemm", "cublas"], ["--gemm cublas", "GPU training"]),
                                          (["--gemm", "cublas-tf32"], ["cublas", "simulator"]),
+                                         (["--gemm", "tc"], ["'tc'", "simulator"]),
+                                         (["--device", "cpu", "--gemm", "cublas-bf16"], ["--gemm cublas-bf16", "GPU training"]),
                                          (["--device", "cuda", "--ranks", "2", "--gemm", "cublas"], ["--gemm cublas", "one process"])])
 def test_gemm_provider_errors_before_training(args, words, tmp_path, capsys, monkeypatch):
     "A second GEMM provider where it cannot run (the CPU, the simulator, several ranks) is one clear error, before any data is read."

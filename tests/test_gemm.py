@@ -1,4 +1,4 @@
-"The GEMM ladder's provider switch and its benchmark script, without a GPU (chapter 04a has the kernels' checks)."
+"The GEMM ladder's provider switch and its benchmark script, without a GPU (chapters 20 and 24 have the kernels' checks)."
 import json, os, subprocess, sys
 from pathlib import Path
 import pytest
@@ -14,9 +14,12 @@ def test_cublas_provider_without_cupy_is_a_clear_error():
             pytest.skip("cupy is installed here: the provider may work")
         except ImportError:
             pass
-    for name in ("cublas", "cublas-tf32"):
+    for name in ("cublas", "cublas-tf32", "cublas-bf16"):
         with pytest.raises(RuntimeError, match="GEMM provider 'cublas' needs"):
             G.set_gemm_provider(name)
+    if G.simulator_enabled():
+        with pytest.raises(RuntimeError, match="GEMM provider 'tc' needs a real GPU"):
+            G.set_gemm_provider("tc")
     assert G.get_gemm_provider() == "mint"
     with pytest.raises(ValueError, match="unknown GEMM provider 'mkl'"):
         G.set_gemm_provider("mkl")
@@ -35,3 +38,26 @@ def test_gemm_ladder_script_runs_tiny_in_the_simulator(tmp_path):
     assert {x["version"] for x in timed} == {1, 2, 3, 4, 5} and all(x["max_err"] < 1e-5 for x in timed)
     assert any(x["version"] == 5 and x["split_k"] > 1 for x in timed)          # the tiny dW shape takes split-K
     assert "| GEMM (M×N×K) |" in r.stdout
+
+
+def test_launch_gemm_bf16_operands_need_a_tensor_core_provider():
+    "bf16 (uint16) operands with provider 'mint' (v5, float32 only) are a clear error naming the providers that take them."
+    from mint import gemm as G
+    from numba import cuda
+    import numpy as np
+    a = cuda.to_device(np.zeros((4, 8), np.uint16))
+    with pytest.raises(ValueError, match="need GEMM provider 'tc' or 'cublas-bf16'"):
+        G.launch_gemm(a, a, None, None, False, True)
+    with pytest.raises(ValueError, match="must be float32 or uint16"):
+        G.launch_gemm(cuda.to_device(np.zeros((4, 8))), cuda.to_device(np.zeros((8, 4))), None, None, False, False)
+
+
+def test_no_import_circle_between_matmul_and_gemm():
+    "mint.gemm (training's GEMM), mint.cublas and mint.tensor_cores import neither mint.matmul nor each other in a circle."
+    import ast
+    deps = {}
+    for mod in ("matmul", "gemm", "cublas", "tensor_cores", "kernels"):
+        tree = ast.parse((ROOT / "mint" / f"{mod}.py").read_text())
+        deps[mod] = {n.module.lstrip(".") for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and n.level == 1}
+    assert "matmul" not in deps["gemm"] | deps["cublas"] | deps["tensor_cores"]
+    assert "gemm" in deps["matmul"] and "gemm" not in deps["cublas"] | deps["tensor_cores"]

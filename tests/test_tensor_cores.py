@@ -1,0 +1,59 @@
+"The tensor-core chapter's emulation without a GPU: mma.sync's lane maps, the warp-level product they give, and v7's ldmatrix addressing."
+import numpy as np
+import pytest
+from mint import tensor_cores as TC
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+
+
+@pytest.mark.parametrize("kind", ["bf16", "tf32"])
+def test_lane_maps_are_bijections(kind):
+    m, n, k = TC.MMA_SHAPES[kind]
+    for which, (R, C) in dict(a=(m, k), b=(k, n), c=(m, n)).items():
+        rows, cols = TC.frag_maps(kind)[which]
+        assert rows.shape[0] == 32 and rows.shape == cols.shape
+        assert (np.bincount((rows * C + cols).ravel(), minlength=R * C) == 1).all(), which
+
+
+def test_known_lane_elements():
+    "Spot checks against the PTX ISA's tables: lane 5 (group 1, thread 1) of m16n8k16."
+    (ra, ca), (rb, cb), (rc, cc) = (TC.frag_maps("bf16")[w] for w in "abc")
+    assert list(zip(ra[5], ca[5])) == [(1, 2), (1, 3), (9, 2), (9, 3), (1, 10), (1, 11), (9, 10), (9, 11)]
+    assert list(zip(rb[5], cb[5])) == [(2, 1), (3, 1), (10, 1), (11, 1)]
+    assert list(zip(rc[5], cc[5])) == [(1, 2), (1, 3), (9, 2), (9, 3)]
+
+
+@pytest.mark.parametrize("kind, shape", [("bf16", (37, 21, 45)), ("tf32", (19, 13, 29)), ("bf16", (16, 8, 16))])
+def test_emulated_warp_gemm_is_the_product(kind, shape):
+    M, N, K = shape
+    rng = np.random.default_rng(M * N * K)
+    A, B = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    if kind == "bf16":
+        A, B = (x.astype(ml_dtypes.bfloat16).astype(np.float32) for x in (A, B))
+    ref = A.astype(np.float64) @ B
+    assert np.abs(TC.warp_gemm_emulate(A, B, kind) - ref).max() <= 1e-5 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("trans", [False, True])
+def test_ldmatrix_addresses_give_the_fragments(trans):
+    lane = np.arange(32)
+    rng = np.random.default_rng(int(trans))
+    (ra, ca), (rb, cb) = TC.frag_maps("bf16")["a"], TC.frag_maps("bf16")["b"]
+    opA, opB = rng.standard_normal((2, 32, 32)).astype(np.float32)          # tiles bigger than one fragment
+    for mb, kk in ((0, 0), (16, 16)):
+        sA = opA.T.copy() if trans else opA
+        regs = TC.ldmatrix_emulate(sA, *TC.a_frag_rows(lane, mb, kk, trans), trans=trans).reshape(32, 8)
+        assert (regs == opA[mb + ra, kk + ca]).all()
+        sB = opB.T.copy() if trans else opB                                  # B kept [n][k] when trans_b
+        regs = TC.ldmatrix_emulate(sB, *TC.b_frag_rows(lane, mb, kk, trans), trans=not trans)
+        assert (regs[:, :2].reshape(32, 4) == opB[kk + rb, mb + cb]).all()
+        assert (regs[:, 2:].reshape(32, 4) == opB[kk + rb, mb + 8 + cb]).all()
+
+
+def test_tile_configs_and_sources():
+    for c in TC.V7_TILES:
+        assert c.check().shared_bytes() <= TC.SHARED_BYTES_MAX
+    name, src = TC.tc_source(7, cfg=TC.V7_TILES[0], trans_a=True)
+    assert name in src and "#define MINT_TA 1" in src and "ldmatrix" in src
+    with pytest.raises(ValueError, match="bytes of shared memory"):
+        TC.TcConfig(256, 256, 64, 2, 4, 4).check()
