@@ -697,6 +697,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'mint.tensor_cores._allow_shared': ('tensor_cores.html#_allow_shared', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores._ld': ('tensor_cores.html#_ld', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores._scratch': ('tensor_cores.html#_scratch', 'mint/tensor_cores.py'),
+                                   'mint.tensor_cores._sm_count': ('tensor_cores.html#_sm_count', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.a_frag_rows': ('tensor_cores.html#a_frag_rows', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.b_frag_rows': ('tensor_cores.html#b_frag_rows', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.frag_maps': ('tensor_cores.html#frag_maps', 'mint/tensor_cores.py'),

@@ -440,11 +440,17 @@ def round_bf16(x, out=None):
     return out
 
 # %% ../nbs/24_tensor_cores.ipynb #28a933b1
-def pick_tc_config(M: int, N: int, K: int, sms: int = 132) -> TcConfig:
-    "v7's tile for an M×N output: 128×128 (two stages of 32) when it gives at least one block per multiprocessor, else 64×128, else 64×64."
+def pick_tc_config(M: int, N: int, K: int, sms: int | None = None) -> TcConfig:
+    "v7's tile for an M×N output: 128×128 (four stages of 32) when it gives at least one block per multiprocessor (`sms`: this GPU's, 132 on an H200), else 64×128, else 64×64."
+    sms = sms or _sm_count()
     for cfg in (V7_TILES[0], V7_TILES[3]):
         if cdiv(M, cfg.bm) * cdiv(N, cfg.bn) >= sms: return cfg
     return V7_TILES[4]
+
+@functools.lru_cache(maxsize=None)
+def _sm_count() -> int:
+    "Multiprocessors of the current GPU (132 on an H200; the simulator's count is taken as an H200's)."
+    return 132 if simulator_enabled() else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
 
 def _ld(name: str, x) -> int:
     "Row stride in elements of a row-major device matrix; ValueError when its rows are strided."
