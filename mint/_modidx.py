@@ -436,6 +436,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'mint.gpu_train._is_oom': ('gpu_train.html#_is_oom', 'mint/gpu_train.py'),
                                 'mint.gpu_train.accumulate_kernel': ('gpu_train.html#accumulate_kernel', 'mint/gpu_train.py'),
                                 'mint.gpu_train.device_workspace': ('gpu_train.html#device_workspace', 'mint/gpu_train.py'),
+                                'mint.gpu_train.mem_text': ('gpu_train.html#mem_text', 'mint/gpu_train.py'),
                                 'mint.gpu_train.oom_hint': ('gpu_train.html#oom_hint', 'mint/gpu_train.py'),
                                 'mint.gpu_train.poison_if_nonfinite_kernel': ( 'gpu_train.html#poison_if_nonfinite_kernel',
                                                                                'mint/gpu_train.py'),
