@@ -88,7 +88,7 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
                  arch: str | None = None, tokenizer: str = "char", vocab_size: int | None = None, origin: str | None = None) -> dict:
     "Train on a corpus end to end (load, split, vocab, model, train, report) into `out_dir` (default `default_run_dir(data)`); returns the report dict (with `exit_code`). `ranks` > 1: data parallel in that many processes (`mint.distributed`); `grad_accum` micro-batches per step; `origin` ('mint train', 'mint demo') is kept in the checkpoints' meta (`run.origin`): `mint generate`/`chat` pick only such runs without --ckpt. See `mint train --help`."
     from mint import distributed as dist
-    from mint.checkpoint import load_checkpoint, RunLock, STATE_NAME
+    from mint.checkpoint import load_checkpoint, check_output, RunLock, STATE_NAME
     tcfg = tcfg or TrainConfig()
     t_start = time.perf_counter()
     # everything that can be checked without the corpus is checked first: a mistake costs seconds, not a corpus load
@@ -111,6 +111,7 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
     if env is not None:
         if dev == "cuda": dist.use_gpu(env.local_rank)
         if not first: log, progress, on_end, callbacks = (lambda *a, **k: None), False, (), ()
+    if first: check_output(out_dir, "run")               # not inside a run, not around runs: before the lock creates the folder
     with RunLock(out_dir, log=_note) if first else contextlib.nullcontext():   # created, writable and ours, or one line now
         if first:
             check_out_dir(out_dir, overwrite)           # with --overwrite the old run stays whole until the new one has started
