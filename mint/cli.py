@@ -261,13 +261,14 @@ def cmd_generate(a):
     import numpy as np
     check_sampling(a.temperature, a.top_k, a.top_p)          # before any loading
     if a.max_new_tokens < 0: raise ValueError(f"--max-new-tokens must be >= 0, got {a.max_new_tokens}")
-    ck = load_checkpoint(_find_ckpt(a.ckpt, "lm")); _using(ck)
+    ck = load_checkpoint(_find_ckpt(a.ckpt, "lm"))
     window = ck.config.max_seq_len
     ids = [EOS, *check_prompt(ck.vocab, a.prompt).tolist()]
     if len(ids) > window:
         if not a.slide:
             raise ValueError(f"the prompt is {len(ids) - 1} characters, the model's window {window} positions: shorten it, or pass --slide")
         ids = ids[-window:]
+    _using(ck)                                                # the prompt fits this model: say which one continues it
     dec = Decoder(ck.params, ck.config)
     out, n = sys.stdout, 0
     out.write(a.prompt); out.flush()
