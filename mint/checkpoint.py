@@ -481,7 +481,7 @@ def check_output(out, kind: str, overwrite: bool = False, source=None) -> Path:
                                f"an export never replaces them; choose another output")
     m = export_marker(real)
     if m is None or m.get("kind") != kind:
-        what = f"a {m.get('kind')} export" if m else (f"{len(present)} entries mint export did not write (e.g. {present[0]})"
+        what = f"a {m.get('kind')} export" if m else (f"{len(present)} {'entry' if len(present) == 1 else 'entries'} mint export did not write (e.g. {present[0]})"
                                                       if want_dir else "a file mint export did not write")
         raise OutputError(f"{out} already exists and holds {what}: --overwrite replaces only an earlier --to {kind} export; "
                           f"choose another output")
