@@ -398,7 +398,7 @@ class RunLock:
 # %% ../nbs/35_checkpoint.ipynb #5811a30b
 EXPORT_MARKER = "mint_export.json"            # the last file of every folder `mint export --to hf` writes
 RUN_FILES = ("best.safetensors", STATE_NAME, LOCK_NAME, "history.json")   # any of them (or step-*.safetensors): a run folder
-OUTPUT_KINDS = ("hf", "gguf", "run", "report")
+OUTPUT_KINDS = ("hf", "gguf", "run", "report", "cache")
 
 class OutputError(ValueError):
     "An output that would write over a run, over files a command did not write, or into a live run's folder."
@@ -444,7 +444,7 @@ def _runs_below(folder: Path, depth: int = 2) -> list[Path]:
     return sorted(found)
 
 def check_output(out, kind: str, overwrite: bool = False, source=None) -> Path:
-    "The one check of every command that writes, before it writes: `kind` 'hf' (a folder an export makes), 'gguf' (a file an export makes), 'run' (`mint train --out`), 'report' (a run's report); `source` the checkpoint read. Returns `out`; `OutputError` naming the path and the reason."
+    "The one check of every command that writes, before it writes: `kind` 'hf' (a folder an export makes), 'gguf' (a file an export makes), 'run' (`mint train --out`), 'report' (a run's report), 'cache' (a corpus cache file, e.g. a wiki dump's JSONL); `source` the checkpoint read. Returns `out`; `OutputError` naming the path and the reason."
     if kind not in OUTPUT_KINDS: raise ValueError(f"check_output: kind must be one of {OUTPUT_KINDS}, got {kind!r}")
     out = Path(out).expanduser()
     real = out.resolve()
@@ -460,6 +460,9 @@ def check_output(out, kind: str, overwrite: bool = False, source=None) -> Path:
     for up in real.parents:                                # nothing lies inside a run folder
         names = run_files(up)
         if names: raise OutputError(f"{out} lies inside the run folder {up} ({_what_run(up, names)}): choose an output outside it")
+    if kind == "cache":                                   # a file of the reader's own naming: only never inside a run
+        if real.is_dir(): raise OutputError(f"{out} is a folder, not a cache file")
+        return out
     if kind == "run":
         if real.exists() and not real.is_dir(): raise OutputError(f"{out} is a file, not a run folder: choose another --out")
         below = _runs_below(real) if real.is_dir() else []

@@ -315,3 +315,13 @@ def test_generate_and_chat_say_which_checkpoint_and_pick_only_finished_cli_runs(
     shutil.rmtree(home / "runs" / "cli")
     line = one_line_error(*run(["generate", "--prompt", "中国"], capsys)[::2])
     assert "no language model found" in line and "--ckpt" in line      # the demo and the saved step are not taken
+
+
+def test_a_corpus_cache_is_never_written_inside_a_run(run_copy, capsys):
+    "A wiki dump read with --root pointing into a run: its JSONL cache (ROOT/cache/) would land in the run; refused."
+    dump = Path(__file__).resolve().parent.parent / "data" / "fixtures" / "formats" / "zhwiki_sample.xml"
+    before = snapshot(run_copy)
+    line = one_line_error(*run(["train", "--data", dump, "--root", run_copy, "--steps", "2", "--out", run_copy.parent / "w",
+                                "--no-progress"], capsys)[::2])
+    assert "lies inside the run folder" in line and "cache" in line
+    assert snapshot(run_copy) == before
