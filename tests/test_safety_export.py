@@ -197,6 +197,7 @@ def test_list_flags_damaged_nan_and_unreadable_entries(runs, tmp_path, capsys):
     os.symlink("self.safetensors", root / "self.safetensors")          # a symlink loop
     os.symlink("..", root / "good" / "up")                              # a folder loop
     os.symlink("nowhere", root / "good" / "step-000001.safetensors")    # a link to nothing
+    (root / "good" / ".replaced-x").mkdir(); shutil.copy(runs / "a" / ck, root / "good" / ".replaced-x" / ck)   # a killed --overwrite
     code, out, err = run(["list", "--root", root], capsys)
     assert code == 0, err
     lines = {l.split()[0].rstrip(":"): l for l in out.splitlines()}
@@ -208,6 +209,7 @@ def test_list_flags_damaged_nan_and_unreadable_entries(runs, tmp_path, capsys):
     assert "unreadable" in lines[str(root / "self.safetensors")] and "unreadable" in lines[str(root / "good" / "step-000001.safetensors")]
     assert f"{root / 'good'}: finished, all 6 steps done" in out
     assert str(root / "good" / "up") not in out                         # the loop was not followed
+    assert ".replaced-x/ holds the files of an earlier run" in out and str(root / "good" / ".replaced-x" / ck) not in out
 
 
 # ---- 11. text: Unicode round trips, exported tokenizers decode as Mint, any console ----
