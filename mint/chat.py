@@ -34,7 +34,7 @@ class ChatSession:
     def clear(self):
         "Forget the conversation: empty cache, positions back to 0."
         self.dec.reset()
-        self.tokens, self.rounds, self.history = [], [], []
+        self.tokens, self.rounds, self.history, self.note = [], [], [], None
 
     @property
     def pos(self) -> int: return self.dec.pos
@@ -46,12 +46,16 @@ class ChatSession:
     def ask(self, text: str) -> str:
         "Add the user's `text`, generate and return the reply (stops at `<eos>` or the room left in the window)."
         q = check_prompt(self.vocab, text, "message").tolist()
+        self.note = None                                            # what the window made of this message, if anything
         turn = ([BOS] if not self.rounds else []) + [HUMAN] + q + [ASSISTANT]
         while self.rounds and (len(self.rounds) >= self.max_rounds or len(self.tokens) + len(turn) > self.keep):
             self._drop_oldest()
         if not self.rounds and len(turn) > self.keep:              # the question alone is too long: keep its end
             head = turn[:len(turn) - len(q) - 1]                      # [<bos>,] <human>
-            turn = head + q[len(q) - (self.keep - len(head) - 1):] + [ASSISTANT]
+            kept = self.keep - len(head) - 1
+            turn = head + q[len(q) - kept:] + [ASSISTANT]
+            self.note = (f"the message is {len(q)} tokens; the model's window of {self.cfg.max_seq_len} positions keeps "
+                         f"{reply_room(self.cfg.max_seq_len)} for the reply, so only its last {kept} tokens were read")
         room = self.cfg.max_seq_len - len(self.tokens) - len(turn) - 1   # leave a slot for <eos>
         if self.max_reply: room = min(room, self.max_reply)
         out = list(stream(self.dec, turn, max(room, 0), rng=self.rng, **self.sampling))
@@ -74,5 +78,7 @@ def chat_loop(session: ChatSession, input_fn=None, print_fn=print):
         if text.lower() in ("quit", "exit"): break
         if text.lower() == "clear":
             session.clear(); print_fn("(conversation cleared)"); continue
-        try: print_fn("Mint: " + session.ask(text))
-        except ValueError as e: print_fn(f"(skipped: {e})")
+        try: reply = session.ask(text)
+        except ValueError as e: print_fn(f"(skipped: {e})"); continue
+        if session.note: print_fn(f"(note: {session.note})")
+        print_fn("Mint: " + reply)

@@ -16,11 +16,12 @@ from .tokenizer import tokenizer_from_dict
 from .model import views, n_params, param_offsets
 
 # %% auto #0
-__all__ = ['fault_hook', 'CHUNK', 'FORMAT', 'LEGACY_FORMAT', 'STATE_NAME', 'LOCK_NAME', 'CheckpointError', 'SaveError',
-           'atomic_write', 'temp_files', 'clean_temp_files', 'content_checksum', 'write_unit', 'read_info', 'read_unit',
-           'Checkpoint', 'config_and_vocab', 'save_checkpoint', 'resolve_checkpoint', 'load_checkpoint',
-           'checkpoint_meta', 'list_checkpoints', 'runs_dir', 'RunLockedError', 'describe_holder', 'lock_holder',
-           'RunLock', 'checkpoint_bytes', 'check_disk_space']
+__all__ = ['fault_hook', 'CHUNK', 'FORMAT', 'LEGACY_FORMAT', 'STATE_NAME', 'LOCK_NAME', 'EXPORT_MARKER', 'RUN_FILES',
+           'OUTPUT_KINDS', 'CheckpointError', 'SaveError', 'atomic_write', 'temp_files', 'clean_temp_files',
+           'content_checksum', 'write_unit', 'read_info', 'read_unit', 'Checkpoint', 'config_and_vocab',
+           'save_checkpoint', 'resolve_checkpoint', 'load_checkpoint', 'checkpoint_meta', 'walk_files',
+           'list_checkpoints', 'runs_dir', 'RunLockedError', 'describe_holder', 'lock_holder', 'RunLock', 'OutputError',
+           'run_files', 'export_marker', 'check_output', 'replace_folder', 'checkpoint_bytes', 'check_disk_space']
 
 # %% ../nbs/35_checkpoint.ipynb #c3fb7132
 class CheckpointError(ValueError):
@@ -255,11 +256,31 @@ def checkpoint_meta(path) -> dict:
     try: return read_info(path).get("meta", {}) or {}
     except CheckpointError: return {}
 
-def list_checkpoints(root=None, recursive: bool = True) -> list[Path]:
-    "All model checkpoints (`.safetensors`, not training states) under `root` (default `runs_dir()`), newest first."
+def walk_files(root, suffix: str = ".safetensors", recursive: bool = True, problems: dict | None = None) -> list[Path]:
+    "Files under `root` whose name ends with `suffix`, found without following symlinked folders (a symlink loop cannot hang or break it) and skipping hidden folders (an export's temp folder, a run set aside); a link that leads nowhere or an unreadable folder goes into `problems` (path -> reason)."
+    root, found = Path(root), []
+    def unreadable(e: OSError): problems is not None and problems.setdefault(Path(e.filename), f"unreadable ({e.strerror})")
+    for d, dirs, files in os.walk(root, onerror=unreadable):
+        dirs[:] = sorted(x for x in dirs if not x.startswith(".")) if recursive else []
+        for name in sorted(files):
+            if not name.endswith(suffix): continue
+            p = Path(d) / name
+            try: p.stat()
+            except OSError as e:
+                if problems is not None: problems[p] = f"unreadable ({e.strerror}: a link that leads nowhere or in a loop?)"
+                continue
+            found.append(p)
+    return found
+
+def _mtime(p: Path) -> float:
+    try: return p.stat().st_mtime
+    except OSError: return 0.0                             # gone since it was found: sorts last
+
+def list_checkpoints(root=None, recursive: bool = True, problems: dict | None = None) -> list[Path]:
+    "All model checkpoints (`.safetensors`, not training states) under `root` (default `runs_dir()`), newest first; `problems` as in `walk_files`."
     root = Path(root) if root is not None else runs_dir()
-    found = (root.rglob if recursive else root.glob)("*.safetensors")
-    return sorted((p for p in found if p.name != STATE_NAME), key=lambda p: p.stat().st_mtime, reverse=True)
+    found = walk_files(root, ".safetensors", recursive, problems)
+    return sorted((p for p in found if p.name != STATE_NAME), key=_mtime, reverse=True)
 
 # %% ../nbs/35_checkpoint.ipynb #377b26e3
 def _is_mint_project(folder: Path) -> bool:
@@ -373,6 +394,121 @@ class RunLock:
             except OSError: pass
             os.close(fd_depth[0])
         return False
+
+# %% ../nbs/35_checkpoint.ipynb #5811a30b
+EXPORT_MARKER = "mint_export.json"            # the last file of every folder `mint export --to hf` writes
+RUN_FILES = ("best.safetensors", STATE_NAME, LOCK_NAME, "history.json")   # any of them (or step-*.safetensors): a run folder
+OUTPUT_KINDS = ("hf", "gguf", "run", "report", "cache")
+
+class OutputError(ValueError):
+    "An output that would write over a run, over files a command did not write, or into a live run's folder."
+
+def run_files(folder) -> list[str]:
+    "The names of the run files in `folder` (`RUN_FILES`, saved steps), [] when it is not a run folder."
+    folder = Path(folder)
+    try: names = set(os.listdir(folder)) if folder.is_dir() else set()
+    except OSError: return []
+    return sorted(n for n in names if n in RUN_FILES or (n.startswith("step-") and n.endswith(".safetensors")))
+
+def _what_run(folder: Path, names: list[str]) -> str:
+    h = lock_holder(folder) if LOCK_NAME in names else None
+    held = f"; a live run holds it: {describe_holder(h)}" if h else ""
+    return f"it holds {', '.join(names[:3])}{' …' if len(names) > 3 else ''}{held}"
+
+def export_marker(path) -> dict | None:
+    "The marker of a previous export at `path` (a folder with `EXPORT_MARKER`, or a GGUF file with the key `mint.export`), None if it has none."
+    path = Path(path)
+    if path.is_dir():
+        try: m = json.loads((path / EXPORT_MARKER).read_text(encoding="utf-8"))
+        except (OSError, ValueError): return None
+        return m if isinstance(m, dict) and m.get("format") == "mint-export" else None
+    if path.is_file():
+        try:
+            import gguf
+            field = gguf.GGUFReader(str(path)).fields.get("mint.export")
+            if field is None: return None
+            return {"format": "mint-export", "kind": bytes(field.parts[field.data[0]]).decode("utf-8"), "files": [path.name]}
+        except Exception: return None                      # not a GGUF (or no gguf package): no marker
+    return None
+
+def _runs_below(folder: Path, depth: int = 2) -> list[Path]:
+    "Run folders among the subfolders of `folder`, `depth` levels down (links not followed)."
+    found, level = [], [folder]
+    for _ in range(depth):
+        nxt = []
+        for d in level:
+            try: subs = [e for e in os.scandir(d) if e.is_dir(follow_symlinks=False)]
+            except OSError: continue
+            for e in subs: (found if run_files(e.path) else nxt).append(Path(e.path))
+        level = nxt
+    return sorted(found)
+
+def check_output(out, kind: str, overwrite: bool = False, source=None) -> Path:
+    "The one check of every command that writes, before it writes: `kind` 'hf' (a folder an export makes), 'gguf' (a file an export makes), 'run' (`mint train --out`), 'report' (a run's report), 'cache' (a corpus cache file, e.g. a wiki dump's JSONL); `source` the checkpoint read. Returns `out`; `OutputError` naming the path and the reason."
+    if kind not in OUTPUT_KINDS: raise ValueError(f"check_output: kind must be one of {OUTPUT_KINDS}, got {kind!r}")
+    out = Path(out).expanduser()
+    real = out.resolve()
+    if source is not None and real == Path(source).resolve():
+        raise OutputError(f"{out} is the checkpoint being exported: choose another output")
+    if kind == "report":
+        names = run_files(real)
+        if "history.json" not in names:
+            raise OutputError(f"{out}: no history.json here, so this is not a finished mint run folder (mint list shows the runs)")
+        h = lock_holder(real) if str(real) not in RunLock._held else None
+        if h: raise OutputError(f"{out} is in use by a live run ({describe_holder(h)}); it writes its report when it ends")
+        return out
+    for up in real.parents:                                # nothing lies inside a run folder
+        names = run_files(up)
+        if names: raise OutputError(f"{out} lies inside the run folder {up} ({_what_run(up, names)}): choose an output outside it")
+    if kind == "cache":                                   # a file of the reader's own naming: only never inside a run
+        if real.is_dir(): raise OutputError(f"{out} is a folder, not a cache file")
+        return out
+    if kind == "run":
+        if real.exists() and not real.is_dir(): raise OutputError(f"{out} is a file, not a run folder: choose another --out")
+        below = _runs_below(real) if real.is_dir() else []
+        if below: raise OutputError(f"{out} holds other runs ({', '.join(map(str, below[:2]))}{' …' if len(below) > 2 else ''}): "
+                                    f"a run folder cannot hold runs; choose another --out")
+        return out                                         # a run replacing a run: `check_out_dir` and `RunLock` decide
+    if not real.exists(): return out
+    want_dir = kind == "hf"
+    if real.is_dir() != want_dir:
+        raise OutputError(f"{out} is a {'file' if want_dir else 'folder'}; --to {kind} writes a {'folder' if want_dir else 'file'}: choose another output")
+    names = run_files(real)
+    if names: raise OutputError(f"{out} is a run folder ({_what_run(real, names)}): an export never writes into one; choose another output")
+    if want_dir:
+        try: present = sorted(os.listdir(real))
+        except OSError as e: raise OutputError(f"{out}: cannot read the folder ({e.strerror})") from None
+        if not present: return out                         # an empty folder: nothing to lose
+    runs = _runs_below(real, 1) if want_dir else []
+    if runs: raise OutputError(f"{out} holds runs ({', '.join(str(out / r.name) for r in runs[:2])}{' …' if len(runs) > 2 else ''}): "
+                               f"an export never replaces them; choose another output")
+    m = export_marker(real)
+    if m is None or m.get("kind") != kind:
+        what = f"a {m.get('kind')} export" if m else (f"{len(present)} {'entry' if len(present) == 1 else 'entries'} mint export did not write (e.g. {present[0]})"
+                                                      if want_dir else "a file mint export did not write")
+        raise OutputError(f"{out} already exists and holds {what}: --overwrite replaces only an earlier --to {kind} export; "
+                          f"choose another output")
+    if want_dir:
+        extra = sorted(set(present) - set(m.get("files", [])) - {EXPORT_MARKER})
+        if extra: raise OutputError(f"{out} holds {', '.join(extra[:3])}{' …' if len(extra) > 3 else ''}, which the earlier export "
+                                    f"did not write: --overwrite would lose it; move it out or choose another output")
+    if not overwrite: raise OutputError(f"{out} already holds an earlier export: choose another output, or pass --overwrite")
+    return out
+
+def replace_folder(tmp, out) -> Path:
+    "Put the complete folder `tmp` at `out` by renames: an old `out` is moved aside first (and back if the swap fails), then removed."
+    tmp, out = Path(tmp), Path(out)
+    aside = None
+    if out.exists():
+        aside = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent)); aside.rmdir()
+        os.rename(out, aside)
+    try: os.rename(tmp, out)
+    except BaseException:
+        if aside is not None: os.rename(aside, out)
+        raise
+    _fsync_dir(out.parent)
+    if aside is not None: shutil.rmtree(aside, ignore_errors=True)
+    return out
 
 # %% ../nbs/35_checkpoint.ipynb #4b6754c9
 def checkpoint_bytes(cfg: ModelConfig) -> int:

@@ -8,9 +8,9 @@ import argparse, sys
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['RESUME_MAY_SET', 'COMMANDS', 'MintParser', 'build_parser', 'run_progress', 'cmd_train', 'cmd_generate', 'cmd_chat',
-           'cmd_info', 'cmd_list', 'cmd_report', 'cmd_gpu', 'cmd_demo', 'cmd_export', 'check_failures', 'cmd_serve',
-           'Terminated', 'main']
+__all__ = ['CLI_ORIGINS', 'RESUME_MAY_SET', 'INSTALL', 'COMMANDS', 'MintParser', 'build_parser', 'finished_runs', 'run_progress',
+           'cmd_train', 'cmd_generate', 'cmd_chat', 'cmd_info', 'cmd_list', 'cmd_report', 'cmd_gpu', 'cmd_demo',
+           'cmd_export', 'check_failures', 'cmd_serve', 'Terminated', 'safe_console', 'main']
 
 # %% ../nbs/49_cli.ipynb #c6b84bda
 import difflib
@@ -166,14 +166,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 # %% ../nbs/49_cli.ipynb #d85872bb
 def _find_ckpt(ckpt, kind: str) -> str:
-    "`ckpt` if given, else the newest checkpoint under `runs_dir()` whose meta says `kind` ('lm' or 'chat'), a run's best.safetensors before its saved steps."
-    from mint.checkpoint import list_checkpoints, checkpoint_meta, runs_dir
+    "`ckpt` if given, else the newest best checkpoint under `runs_dir()` of a run that `mint train` or `mint demo` made and that has ended (`finished_runs`), whose meta says `kind` ('lm' or 'chat'): never a notebook's or `mint.fit`'s run, a saved step or a run still training."
+    from mint.checkpoint import runs_dir
     if ckpt: return ckpt
     root = runs_dir()
-    for p in sorted(list_checkpoints(root), key=lambda p: p.name != "best.safetensors"):   # stable: newest first within
-        if checkpoint_meta(p).get("kind") == kind: return str(p)
+    for p in finished_runs(root, kind): return str(p)
     how = ("`mint train`" if kind == "lm" else "`mint demo`, or `mint train --data chatterbot --init RUNS/peoples_daily`")
     raise ValueError(f"no {'language' if kind == 'lm' else 'chat'} model found under {root}: train one with {how}, or pass --ckpt")
+
+CLI_ORIGINS = ("mint train", "mint demo")     # the runs `generate` and `chat` may pick without --ckpt
+
+def finished_runs(root, kind: str) -> list:
+    "Best checkpoints (newest first) of runs under `root` made by `mint train`/`mint demo` (meta `run.origin`) that have ended (a history.json, no live lock), of `kind`."
+    from mint.checkpoint import list_checkpoints, checkpoint_meta, lock_holder
+    found = []
+    for p in list_checkpoints(root):
+        if p.name != "best.safetensors" or not (p.parent / "history.json").exists() or lock_holder(p.parent): continue
+        m = checkpoint_meta(p)
+        if m.get("kind") == kind and (m.get("run") or {}).get("origin") in CLI_ORIGINS: found.append(p)
+    return found
+
+def _using(ck) -> None:
+    "Say on stderr which checkpoint a command uses: path, step, validation loss."
+    vl = ck.meta.get("val_loss")
+    vl = f"{vl:.3f}" if isinstance(vl, (int, float)) else "?"
+    print(f"mint: using {ck.path} (step {ck.meta.get('step', '?')}, validation loss {vl})", file=sys.stderr)
 
 RESUME_MAY_SET = ("steps", "time_limit", "eval_every", "device", "gemm", "gpus", "ranks", "grad_accum", "no_progress", "resume")
 
@@ -234,7 +251,7 @@ def _train(a):
     return _outcome(train_corpus(a.data, preset_name, tcfg, a.out, init=a.init, max_samples=a.max_samples, device=device,
                                  root=a.root, progress=not a.no_progress, overwrite=a.overwrite,
                                  ranks=a.gpus or a.ranks or 1, grad_accum=a.grad_accum,
-                                 arch=a.arch, tokenizer=a.tokenizer, vocab_size=a.vocab_size))
+                                 arch=a.arch, tokenizer=a.tokenizer, vocab_size=a.vocab_size, origin="mint train"))
 
 def cmd_generate(a):
     import warnings
@@ -251,6 +268,7 @@ def cmd_generate(a):
         if not a.slide:
             raise ValueError(f"the prompt is {len(ids) - 1} characters, the model's window {window} positions: shorten it, or pass --slide")
         ids = ids[-window:]
+    _using(ck)                                                # the prompt fits this model: say which one continues it
     dec = Decoder(ck.params, ck.config)
     out, n = sys.stdout, 0
     out.write(a.prompt); out.flush()
@@ -270,7 +288,7 @@ def cmd_chat(a):
     from mint.chat import ChatSession, chat_loop
     from mint.generate import check_sampling
     check_sampling(a.temperature, a.top_k, a.top_p)
-    ck = load_checkpoint(_find_ckpt(a.ckpt, "chat"))
+    ck = load_checkpoint(_find_ckpt(a.ckpt, "chat")); _using(ck)
     chat_loop(ChatSession(ck.params, ck.config, ck.vocab, a.temperature, a.top_k, a.top_p, a.max_rounds, seed=a.seed))
 
 def cmd_info(a):
@@ -288,22 +306,37 @@ def cmd_info(a):
     for k, v in ck.meta.items():
         if k != "run": print(f"meta.{k}: {v}")
 
+def _damage(e: Exception, p: Path) -> str:
+    "The reason of a `CheckpointError` without the path it starts with."
+    s = str(e)
+    return s[len(str(p)) + 2:] if s.startswith(f"{p}: ") else s
+
 def cmd_list(a):
-    from mint.checkpoint import (list_checkpoints, checkpoint_meta, runs_dir, temp_files, lock_holder, describe_holder,
-                                 CheckpointError, STATE_NAME)
+    "List the checkpoints and runs under --root; every file is checked (checksum, finite weights) and a damaged or unreadable one is flagged, not listed as good."
+    from mint.checkpoint import (list_checkpoints, load_checkpoint, walk_files, runs_dir, temp_files, lock_holder,
+                                 describe_holder, CheckpointError, STATE_NAME)
+    from mint.train import load_train_state
     root = Path(a.root) if a.root else runs_dir()
-    found = list_checkpoints(root)
-    states = sorted(root.rglob(STATE_NAME)) if root.is_dir() else []
-    if not found and not states: print(f"no checkpoints under {root}/"); return
+    problems = {}                                          # path -> why it could not be read (broken links, loops, ...)
+    found = list_checkpoints(root, problems=problems) if root.is_dir() else []
+    states = sorted(p for p in walk_files(root, STATE_NAME, problems=problems) if p.name == STATE_NAME) if root.is_dir() else []
+    if not found and not states and not problems: print(f"no checkpoints under {root}/"); return
     for p in found:
-        meta = checkpoint_meta(p)
+        try: meta = load_checkpoint(p).meta                # the whole file: checksum, shapes, finite weights
+        except CheckpointError as e: print(f"{str(p):50s} DAMAGED: {_damage(e, p)}"); continue
         vl = meta.get("val_loss")
         print(f"{str(p):50s} step {meta.get('step', '?'):>6}  val {vl if not isinstance(vl, (int, float)) else f'{vl:.3f}'}  {meta.get('saved_at', '')}")
+    for p, why in sorted(problems.items()): print(f"{p}: {why}; skipped")
     for d in sorted({p.parent for p in found} | {p.parent for p in states}):
         holder = lock_holder(d)
         if holder: print(f"{d}: in use by a run ({describe_holder(holder)})")
-        try: done = run_progress(d)
-        except CheckpointError as e: print(f"{d}: unreadable training state ({e})"); done = None
+        done = None
+        if (d / STATE_NAME).exists():
+            try: st = load_train_state(d); done = (st.step, st.tcfg.steps)
+            except CheckpointError as e: print(f"{d}: DAMAGED training state ({_damage(e, d / STATE_NAME)})")
+        for aside in sorted(d.glob(".replaced-*")):
+            if not holder: print(f"{d}: {aside.name}/ holds the files of an earlier run that --overwrite set aside (the new run "
+                                 f"stopped before its first save); move them back to keep that run")
         if done is not None:
             step, total = done
             if step >= total: print(f"{d}: finished, all {total} steps done")       # nothing to resume
@@ -314,7 +347,8 @@ def cmd_list(a):
 
 def cmd_report(a):
     from mint.report import write_report
-    print(write_report(a.run))
+    from mint.checkpoint import check_output
+    print(write_report(check_output(a.run, "report")))       # a run folder, not one a live run holds
 
 def cmd_gpu(a):
     from mint.core import gpu_info
@@ -330,10 +364,10 @@ def cmd_demo(a):
     out = Path(a.out) if a.out else runs_dir() / "demo"
     for d in ("pretrain", "chat"): check_out_dir(out / d, a.overwrite)      # before any work
     pre = train_corpus("peoples_daily", a.preset, TrainConfig(steps=a.pretrain_steps, seed=a.seed), out / "pretrain",
-                       device=a.device, overwrite=a.overwrite)
+                       device=a.device, overwrite=a.overwrite, origin="mint demo")
     if pre["exit_code"]: return _outcome(pre)
     ft = train_corpus("chatterbot", None, TrainConfig(steps=a.finetune_steps, finetune=True, eval_every=25, seed=a.seed), out / "chat",
-                      init=pre["checkpoint"], device=a.device, overwrite=a.overwrite)
+                      init=pre["checkpoint"], device=a.device, overwrite=a.overwrite, origin="mint demo")
     if ft["exit_code"]: return _outcome(ft)
     ck = load_checkpoint(ft["checkpoint"])
     s = ChatSession(ck.params, ck.config, ck.vocab, seed=a.seed)
@@ -344,11 +378,17 @@ def _size(p: Path) -> str:
     n = sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else p.stat().st_size
     return f"{n / 2**20:.1f} MiB"
 
+INSTALL = {"transformers": 'pip install -e ".[interop]"', "torch": 'pip install -e ".[interop]"',
+           "llama_cpp": "pip install llama-cpp-python (not in an extra: it builds llama.cpp from source, for minutes)",
+           "gguf": "pip install gguf", "starlette": "pip install starlette", "uvicorn": "pip install uvicorn"}
+
 def _need(*modules, why: str):
-    "ValueError (a one-line `mint: error`) naming the missing packages and the install line."
+    "ValueError (a one-line `mint: error`) naming the missing packages and the install line of each (`INSTALL`)."
     import importlib.util
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    if missing: raise ValueError(f"{why} needs {', '.join(missing)}: pip install -e \".[interop]\"")
+    if missing:
+        lines = list(dict.fromkeys(INSTALL.get(m, f"pip install {m}") for m in missing))
+        raise ValueError(f"{why} needs {', '.join(missing)}: {'; '.join(lines)}")
 
 def cmd_export(a):
     import warnings
@@ -357,13 +397,14 @@ def cmd_export(a):
         raise ValueError("--arch and --drop-lm-head-bias are for --to hf; a GGUF's architecture follows the model (llama or qwen3)")
     if a.to == "hf" and a.dtype != "f32": raise ValueError("--dtype is for --to gguf; a Hugging Face export is float32")
     if a.check: _need(*(("transformers", "torch") if a.to == "hf" else ("llama_cpp",)), why="--check")
-    from mint.checkpoint import load_checkpoint
+    from mint.checkpoint import load_checkpoint, check_output, resolve_checkpoint
     from mint.export import export_hf, export_gguf, hf_parity, gguf_parity
+    check_output(a.out, a.to, a.overwrite, resolve_checkpoint(a.ckpt))   # never over a run or files it did not write: before any work
     ck = load_checkpoint(a.ckpt)
     if a.to == "hf":
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            info = export_hf(ck.params, ck.config, ck.vocab, a.out, a.arch, a.drop_lm_head_bias, a.overwrite)
+            info = export_hf(ck.params, ck.config, ck.vocab, a.out, a.arch, a.drop_lm_head_bias, a.overwrite, source=ck.path)
         for w in caught: print(f"mint: warning: {w.message}", file=sys.stderr)
         print(f"exported {ck.path} as {info['hf_class']} ({info['tokenizer']} tokenizer, {ck.config.vocab_size:,} tokens) "
               f"to {info['path']}/ ({_size(Path(info['path']))})")
@@ -371,7 +412,7 @@ def cmd_export(a):
         print(f"  load with AutoModelForCausalLM.from_pretrained({info['path']!r}) and AutoTokenizer.from_pretrained({info['path']!r})")
         r = hf_parity(info["path"], ck.params, ck.config, ck.vocab, a.check_text) if a.check else None   # without a dropped bias
     else:
-        info = export_gguf(ck.params, ck.config, ck.vocab, a.out, a.dtype, a.overwrite)
+        info = export_gguf(ck.params, ck.config, ck.vocab, a.out, a.dtype, a.overwrite, source=ck.path)
         print(f"exported {ck.path} as GGUF architecture {info['arch']} ({info['dtype']}, {info['tokenizer']} tokenizer as "
               f"llama.cpp's {info['gguf_tokenizer']!r}) to {info['path']} ({_size(Path(info['path']))})")
         if info["note"]: print(f"  note: {info['note']}")
@@ -408,6 +449,13 @@ class Terminated(KeyboardInterrupt):
 
 def _raise_terminated(signum, frame): raise Terminated()
 
+def safe_console(streams=None) -> None:
+    "Make the console streams replace what their encoding cannot show (a GBK or ASCII console, PYTHONIOENCODING=gbk) instead of failing: every command's output goes through them."
+    for s in streams if streams is not None else (sys.stdout, sys.stderr):
+        if getattr(s, "errors", None) == "strict" and hasattr(s, "reconfigure"):
+            try: s.reconfigure(errors="replace")
+            except (ValueError, OSError): pass             # a stream that cannot change: leave it
+
 def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split()) or type(e).__name__
 
@@ -415,6 +463,7 @@ def main(argv=None) -> int:
     "Entry point of the `mint` command; returns the exit code."
     import os, signal, threading
     old = None
+    safe_console()
     if hasattr(signal, "SIGTERM") and threading.current_thread() is threading.main_thread():
         old = signal.signal(signal.SIGTERM, _raise_terminated)
     try:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/40_export.ipynb #47a52208
 from __future__ import annotations
-import json, math, shutil, tempfile, warnings
+import json, math, os, shutil, tempfile, warnings
 from pathlib import Path
 import numpy as np
 from .core import ModelConfig
@@ -13,7 +13,7 @@ from .model import views, logits_of
 from .rope import rope_freqs
 from .tokenizer import hf_tokenizer, hf_tokenizer_config, gguf_tokenizer, tokenizer_kind
 from .generate import NEVER_SAMPLED
-from .checkpoint import atomic_write
+from .checkpoint import atomic_write, check_output, replace_folder, SaveError, EXPORT_MARKER
 
 # %% auto #0
 __all__ = ['HF_CLASSES', 'ROPE_THETA', 'GGUF_DTYPES', 'hf_arch', 'interleave_rows', 'hf_config', 'hf_tensors',
@@ -89,15 +89,21 @@ def generation_config(cfg: ModelConfig) -> dict:
                 suppress_tokens=[int(t) for t in NEVER_SAMPLED])
 
 # %% ../nbs/40_export.ipynb #497bb462
-def _check_out(out: Path, overwrite: bool):
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
-        raise ValueError(f"{out} already exists: choose another output, or pass --overwrite")
+def _write_file(path: Path, data: bytes):
+    "Write `data` to `path` inside an export's temp folder (`mint.checkpoint.fault_hook` is called after the write, as for every save); an OSError (a full disk, ...) becomes a `SaveError` naming the file."
+    from mint import checkpoint as C
+    try:
+        with open(path, "wb") as f:
+            f.write(data); f.flush()
+            if C.fault_hook is not None: C.fault_hook("wrote", path)
+            os.fsync(f.fileno())
+    except OSError as e: raise SaveError(path, e) from None
 
 def export_hf(params: np.ndarray, cfg: ModelConfig, tok, out_dir, arch: str = "auto", drop_lm_head_bias: bool = False,
-              overwrite: bool = False) -> dict:
+              overwrite: bool = False, source=None) -> dict:
     "Write a `transformers` folder (config, float32 safetensors, tokenizer, generation config) for `params`; returns a summary dict."
-    from safetensors.numpy import save_file
-    out = Path(out_dir); _check_out(out, overwrite)
+    from safetensors.numpy import save as st_save
+    out = check_output(out_dir, "hf", overwrite, source)         # never a run folder, never a folder of other files
     a = hf_arch(cfg, "llama" if (drop_lm_head_bias and arch == "auto") else arch)
     warn = None
     if cfg.lm_head_bias and a != "ernie":
@@ -112,15 +118,16 @@ def export_hf(params: np.ndarray, cfg: ModelConfig, tok, out_dir, arch: str = "a
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        _write_file(tmp / "model.safetensors", st_save(tensors, metadata={"format": "pt"}))
         tc = hf_tokenizer_config(tok, cfg.max_seq_len)
         special = ("bos_token", "eos_token", "unk_token", "pad_token", "additional_special_tokens")
         files = {"config.json": hf_config(cfg, a), "generation_config.json": generation_config(cfg),
-                 "tokenizer_config.json": tc, "special_tokens_map.json": {k: tc[k] for k in special}}
-        for name, d in files.items(): (tmp / name).write_text(json.dumps(d, indent=2, ensure_ascii=False), encoding="utf-8")
-        hf_tokenizer(tok).save(str(tmp / "tokenizer.json"))
-        if out.exists(): shutil.rmtree(out)
-        tmp.rename(out)
+                 "tokenizer_config.json": tc, "special_tokens_map.json": {k: tc[k] for k in special if k in tc}}
+        for name, d in files.items(): _write_file(tmp / name, json.dumps(d, indent=2, ensure_ascii=False).encode("utf-8"))
+        _write_file(tmp / "tokenizer.json", hf_tokenizer(tok).to_str(pretty=True).encode("utf-8"))
+        marker = dict(format="mint-export", kind="hf", files=sorted(os.listdir(tmp)), source=str(source) if source else None)
+        _write_file(tmp / EXPORT_MARKER, json.dumps(marker, indent=1, ensure_ascii=False).encode("utf-8"))   # last: a complete export
+        replace_folder(tmp, out)                                   # atomic: the old export stays whole until the new one is
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True); raise
     return dict(path=str(out), arch=a, hf_class=HF_CLASSES[a][0], tokenizer=tokenizer_kind(tok), n_tensors=len(tensors),
@@ -185,13 +192,13 @@ def gguf_arch(cfg: ModelConfig) -> str:
         return "qwen3"
     return "llama"
 
-def export_gguf(params: np.ndarray, cfg: ModelConfig, tok, path, dtype: str = "f32", overwrite: bool = False, name: str = "mint") -> dict:
+def export_gguf(params: np.ndarray, cfg: ModelConfig, tok, path, dtype: str = "f32", overwrite: bool = False, name: str = "mint",
+                source=None) -> dict:
     "Write a GGUF file for llama.cpp (`dtype` 'f32' or 'bf16' for the matrices); ValueError with the reason for a model llama.cpp cannot run."
     import gguf
     if dtype not in GGUF_DTYPES: raise ValueError(f"--dtype must be f32 or bf16 for GGUF, got {dtype!r}")
     arch = gguf_arch(cfg)
-    path = Path(path)
-    if path.exists() and not overwrite: raise ValueError(f"{path} already exists: choose another output, or pass --overwrite")
+    path = check_output(path, "gguf", overwrite, source)   # never inside a run folder, never over a file it did not write
     t = gguf_tokenizer(tok)
     tensors = hf_tensors(params, cfg, "qwen3" if arch == "qwen3" else "llama")
     if arch == "llama":                                          # llama.cpp's llama rotates adjacent pairs
@@ -212,6 +219,7 @@ def export_gguf(params: np.ndarray, cfg: ModelConfig, tok, path, dtype: str = "f
         if t["merges"] is not None: w.add_token_merges(t["merges"])
         w.add_bos_token_id(t["bos"]); w.add_eos_token_id(t["eos"]); w.add_unk_token_id(t["unk"]); w.add_pad_token_id(t["pad"])
         w.add_add_bos_token(False); w.add_add_eos_token(False)
+        w.add_string("mint.export", "gguf")                        # the marker: --overwrite may replace this file
         if t["model"] == "t5": w.add_add_space_prefix(False); w.add_remove_extra_whitespaces(False)
         if t["charsmap"] is not None: w.add_precompiled_charsmap(t["charsmap"])
         for k, a in tensors.items():

@@ -18,8 +18,8 @@ from .data import Batch
 from .train import TrainConfig, TrainResult, Engine, run_training
 
 # %% auto #0
-__all__ = ['INPUTS', 'GpuMemoryError', 'oom_hint', 'device_workspace', 'poison_if_nonfinite_kernel', 'accumulate_kernel',
-           'quiet_occupancy_warnings', 'GpuEngine', 'train_gpu']
+__all__ = ['INPUTS', 'GpuMemoryError', 'oom_hint', 'mem_text', 'device_workspace', 'poison_if_nonfinite_kernel',
+           'accumulate_kernel', 'quiet_occupancy_warnings', 'GpuEngine', 'train_gpu']
 
 # %% ../nbs/23_gpu_train.ipynb #cf9f4eb7
 class GpuMemoryError(RuntimeError):
@@ -36,9 +36,21 @@ def oom_hint(cfg: ModelConfig, batch_size: int, seq_len: int):
     except Exception as e:
         if not _is_oom(e): raise
         need = workspace_bytes(cfg, batch_size, seq_len) + 4 * 4 * n_params(cfg)
-        raise GpuMemoryError(f"out of GPU memory: training needs about {need / 2**30:.2f} GiB for batch {batch_size} × "
-                             f"seq_len {seq_len} ({n_params(cfg):,} parameters); lower --batch-size or --seq-len, or pick "
-                             f"a smaller --preset ({type(e).__name__}: {e})") from e
+        try: free, total = cuda.current_context().get_memory_info()
+        except Exception: free = total = None
+        if total is not None and not 0 < total < float("inf"): free = total = None   # the simulator knows no memory
+        have = f"; the GPU has {mem_text(free)} free of {mem_text(total)}" if total else ""
+        fix = ("other processes hold the GPU's memory: free it (nvidia-smi lists them) or use another GPU"
+               if free is not None and need < free / 2 else "lower --batch-size or --seq-len, or pick a smaller --preset")
+        raise GpuMemoryError(f"out of GPU memory: training needs about {mem_text(need)} for batch {batch_size} × "
+                             f"seq_len {seq_len} ({n_params(cfg):,} parameters){have}; {fix} ({type(e).__name__}: {e})") from e
+
+def mem_text(n) -> str:
+    "A byte count in the unit that shows it: KiB, MiB or GiB (never '0.00 GiB')."
+    if n is None: return "?"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20)):
+        if n >= size: return f"{n / size:,.2f} {unit}"
+    return f"{n / 2**10:,.1f} KiB"
 
 INPUTS = {"ids": np.int32, "targets": np.int32, "loss_mask": np.float32, "pos": np.int32, "seg": np.int32}
 

@@ -5,7 +5,7 @@
 # %% ../nbs/37_pipeline.ipynb #55214abc
 from __future__ import annotations
 from collections import Counter
-import math, time, sys, json, hashlib, dataclasses, contextlib
+import math, os, time, sys, json, shutil, hashlib, tempfile, dataclasses, contextlib
 from dataclasses import asdict
 from pathlib import Path
 import numpy as np
@@ -16,8 +16,9 @@ from .model import init_params, n_params
 from .train import TrainConfig, train, check_memory
 
 # %% auto #0
-__all__ = ['RESUMABLE_CHANGES', 'load_samples', 'default_run_dir', 'check_out_dir', 'data_fingerprint', 'safe_exp',
-           'train_corpus', 'resume_corpus', 'write_run_report', 'format_report', 'check_tokenizer_options']
+__all__ = ['RESUMABLE_CHANGES', 'REPLACED_FILES', 'load_samples', 'default_run_dir', 'check_out_dir', 'data_fingerprint',
+           'safe_exp', 'train_corpus', 'resume_corpus', 'write_run_report', 'format_report', 'set_aside',
+           'settle_aside', 'check_tokenizer_options']
 
 # %% ../nbs/37_pipeline.ipynb #43377d20
 def _dropped_note(dropped: Counter, prefix: str = "; dropped: ") -> str:
@@ -44,7 +45,7 @@ def load_samples(data: str, root="data", max_samples: int | None = None) -> tupl
         import difflib
         names = ["peoples_daily", "chatterbot", *TASK_PATHS]
         close = difflib.get_close_matches(str(data), names, n=1)
-        if close and not Path(data).exists():
+        if close and close[0] != str(data) and not Path(data).exists():     # a known task whose files are missing: say where it looked
             raise ValueError(f"--data {data!r}: no such corpus or file; did you mean {close[0]!r}? "
                              f"(built in: peoples_daily, chatterbot; tasks under {root}/: {', '.join(TASK_PATHS)})") from None
         raise
@@ -59,8 +60,9 @@ def default_run_dir(data: str) -> Path:
     return runs_dir() / ("peoples_daily" if data in ("peoples_daily", "people", "pd") else Path(str(data)).stem)
 
 def check_out_dir(out_dir, overwrite: bool = False):
-    "Refuse to train into a folder that holds a checkpoint or a training state (a new run would replace them), unless `overwrite`."
-    from mint.checkpoint import checkpoint_meta, STATE_NAME
+    "Refuse to train into a folder that lies inside a run or holds runs (`mint.checkpoint.check_output`), or that holds a checkpoint or a training state (a new run would replace them) unless `overwrite`."
+    from mint.checkpoint import checkpoint_meta, check_output, STATE_NAME
+    check_output(out_dir, "run")
     ck, st = Path(out_dir) / "best.safetensors", Path(out_dir) / STATE_NAME
     if overwrite: return
     resume = f"continue it with `mint train --resume {out_dir}`, " if st.exists() else ""
@@ -83,10 +85,10 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
                  out_dir=None, init=None, max_samples: int | None = None, device: str = "auto",
                  root="data", val_frac: float = 0.05, progress: bool = True, log=print, overwrite: bool = False,
                  control=None, on_end=(), callbacks=(), ranks: int = 1, grad_accum: int = 1,
-                 arch: str | None = None, tokenizer: str = "char", vocab_size: int | None = None) -> dict:
-    "Train on a corpus end to end (load, split, vocab, model, train, report) into `out_dir` (default `default_run_dir(data)`); returns the report dict (with `exit_code`). `ranks` > 1: data parallel in that many processes (`mint.distributed`); `grad_accum` micro-batches per step. See `mint train --help`."
+                 arch: str | None = None, tokenizer: str = "char", vocab_size: int | None = None, origin: str | None = None) -> dict:
+    "Train on a corpus end to end (load, split, vocab, model, train, report) into `out_dir` (default `default_run_dir(data)`); returns the report dict (with `exit_code`). `ranks` > 1: data parallel in that many processes (`mint.distributed`); `grad_accum` micro-batches per step; `origin` ('mint train', 'mint demo') is kept in the checkpoints' meta (`run.origin`): `mint generate`/`chat` pick only such runs without --ckpt. See `mint train --help`."
     from mint import distributed as dist
-    from mint.checkpoint import load_checkpoint, RunLock, STATE_NAME
+    from mint.checkpoint import load_checkpoint, check_output, RunLock, STATE_NAME
     tcfg = tcfg or TrainConfig()
     t_start = time.perf_counter()
     # everything that can be checked without the corpus is checked first: a mistake costs seconds, not a corpus load
@@ -104,15 +106,15 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
         return dist.launch(train_corpus, dict(data=data, preset_name=preset_name, tcfg=tcfg, out_dir=out_dir, init=init,
                                               max_samples=max_samples, device=dev, root=root, val_frac=val_frac,
                                               progress=progress, overwrite=overwrite, grad_accum=grad_accum, arch=arch,
-                                              tokenizer=tokenizer, vocab_size=vocab_size), ranks, dev)
+                                              tokenizer=tokenizer, vocab_size=vocab_size, origin=origin), ranks, dev)
     first = env is None or env.rank == 0                  # the rank that writes, logs and holds the folder's lock
     if env is not None:
         if dev == "cuda": dist.use_gpu(env.local_rank)
         if not first: log, progress, on_end, callbacks = (lambda *a, **k: None), False, (), ()
+    if first: check_output(out_dir, "run")               # not inside a run, not around runs: before the lock creates the folder
     with RunLock(out_dir, log=_note) if first else contextlib.nullcontext():   # created, writable and ours, or one line now
         if first:
-            check_out_dir(out_dir, overwrite)
-            if overwrite and (out_dir / STATE_NAME).exists(): (out_dir / STATE_NAME).unlink()   # never resume the old run
+            check_out_dir(out_dir, overwrite)           # with --overwrite the old run stays whole until the new one has started
         ck = load_checkpoint(init) if init else None
         if ck is not None and preset_name and preset(preset_name, ck.config.vocab_size, **{k: getattr(ck.config, k) for k in ARCHS["report"]}) != ck.config:
             raise ValueError(f"--init {init}: checkpoint has config {ck.config}, not preset '{preset_name}' — drop --preset or pick the matching one")
@@ -121,9 +123,9 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
         exists = lambda x: x is not None and Path(x).exists()
         spec = dict(data=str(Path(data).resolve()) if exists(data) else data, root=str(Path(root).resolve()),
                     max_samples=max_samples, val_frac=val_frac, preset=preset_name, init=str(init) if init else None,
-                    arch=arch, tokenizer=tokenizer, vocab_size=vocab_size)
+                    arch=arch, tokenizer=tokenizer, vocab_size=vocab_size, origin=origin)
         return _train_run(spec, tcfg, out_dir, dev, progress, log, control, on_end, t_start, ck=ck, callbacks=callbacks,
-                          env=env, grad_accum=grad_accum)
+                          env=env, grad_accum=grad_accum, replace=first and overwrite)
 
 RESUMABLE_CHANGES = ("steps", "time_limit", "eval_every", "eval_batches")
 
@@ -169,8 +171,8 @@ def resume_corpus(run, device: str = "auto", progress: bool = True, log=print, c
 def _note(s): print(s, file=sys.stderr)
 
 def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress, log, control, on_end, t_start, callbacks=(),
-               ck=None, state=None, env=None, grad_accum: int = 1) -> dict:
-    "The part of `train_corpus` and `resume_corpus` after the checks: data, vocabulary, model, training, report."
+               ck=None, state=None, env=None, grad_accum: int = 1, replace: bool = False) -> dict:
+    "The part of `train_corpus` and `resume_corpus` after the checks: data, vocabulary, model, training, report. `replace` (`--overwrite`): an earlier run's files in `out_dir` are set aside only now, when everything has been checked, and come back if the new run saves nothing."
     from mint import data as D
     kind, samples, source, summary = load_samples(spec["data"], spec["root"], spec["max_samples"])
     log(f"data: {summary}")
@@ -212,15 +214,19 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
                                                      data_sha256=fp, run=spec, tokenizer=tokenizer_kind(vocab))
     kw = dict(control=control, resume=state, on_end=on_end, callbacks=callbacks)
     ranks = env.world_size if env is not None else 1
-    if ranks > 1 or grad_accum > 1:
-        from mint import distributed as dist
-        res = dist.train_parallel(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, device=dev, env=env,
-                                  grad_accum=grad_accum, **kw)
-    elif dev == "cuda":
-        from mint.gpu_train import train_gpu
-        res = train_gpu(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, **kw)
-    else:
-        res = train(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, **kw)
+    aside = set_aside(out_dir, log) if replace else None      # everything above was checked: only now the old run moves
+    try:
+        if ranks > 1 or grad_accum > 1:
+            from mint import distributed as dist
+            res = dist.train_parallel(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, device=dev, env=env,
+                                      grad_accum=grad_accum, **kw)
+        elif dev == "cuda":
+            from mint.gpu_train import train_gpu
+            res = train_gpu(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, **kw)
+        else:
+            res = train(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, **kw)
+    finally:
+        restored = settle_aside(aside, out_dir, log)
     rep = dict(device=dev, steps=res.steps, start_step=res.start_step, stopped=res.stopped, reason=res.reason,
                problems=res.problems, exit_code=res.exit_code, val_loss=res.best_val, best_step=res.best_step,
                last_val_loss=res.last_val, perplexity=safe_exp(res.best_val), tokens_per_s=res.tokens_per_s,
@@ -236,7 +242,7 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
     if kind == "lm" and tokenizer_kind(vocab) != "char":     # loss per token -> per character, to compare tokenizers
         rep["tokens_per_char"] = len(va) / (sum(len(t) for t in val_s if t) + sum(1 for t in val_s if t) - 1)
     log(format_report(rep))
-    if out_dir is not None and (env is None or env.rank == 0):   # the one place a run ends (rank 0 writes the report)
+    if out_dir is not None and (env is None or env.rank == 0) and not restored:   # the one place a run ends (rank 0 writes the report)
         rep["report"] = write_run_report(out_dir, rep, res.unsaved, log)
     return rep
 
@@ -271,6 +277,30 @@ def format_report(rep: dict) -> str:
     s.append(f"best checkpoint: {rep['checkpoint'] or 'none saved'}")
     s += [f"problem: {p}" for p in rep.get("problems", [])]
     return "\n".join(s)
+
+# %% ../nbs/37_pipeline.ipynb #0531d7d8
+REPLACED_FILES = ("best.safetensors", "train_state.safetensors", "history.json", "summary.json", "report.html")
+
+def set_aside(out_dir, log=print) -> Path | None:
+    "Move an earlier run's files in `out_dir` (`REPLACED_FILES`) into a hidden folder `out_dir/.replaced-*/` (renames: nothing is copied); None when there are none."
+    out_dir = Path(out_dir)
+    names = [n for n in REPLACED_FILES if (out_dir / n).exists()]
+    if not names: return None
+    aside = Path(tempfile.mkdtemp(prefix=".replaced-", dir=out_dir))
+    for n in names: os.replace(out_dir / n, aside / n)
+    log(f"--overwrite: the earlier run's {', '.join(names)} wait in {aside.name}/ until this run saves its own")
+    return aside
+
+def settle_aside(aside, out_dir, log=print) -> bool:
+    "After the new run: if it saved a best checkpoint or a training state, remove the set-aside files; if not, move them back and return True."
+    if aside is None: return False
+    out_dir, aside = Path(out_dir), Path(aside)
+    if any((out_dir / n).exists() for n in ("best.safetensors", "train_state.safetensors")):
+        shutil.rmtree(aside, ignore_errors=True); return False
+    for p in sorted(aside.iterdir()): os.replace(p, out_dir / p.name)
+    aside.rmdir()
+    _note(f"note: the new run saved no checkpoint or training state, so the earlier run's files are back in {out_dir}")
+    return True
 
 # %% ../nbs/37_pipeline.ipynb #7b448c16
 def check_tokenizer_options(ck, init, arch, tokenizer: str, vocab_size) -> None:

@@ -44,10 +44,16 @@ class TextStream:
         self.bytes_read = self.nul_count = self.cr_count = 0
         self.bom = False
 
-    def _decode_error(self, e: UnicodeDecodeError, offset: int) -> CorpusError:
+    def _decode_error(self, e: UnicodeDecodeError, offset: int, final: bool = False) -> CorpusError:
         bad = e.object[e.start:e.start + 4].hex(" ")
-        return CorpusError(f"{self.path}: not valid UTF-8 at byte offset {offset} (bytes {bad}: {e.reason}); "
-                           f"convert the file to UTF-8 first, e.g. `iconv -f GBK -t UTF-8 in.txt > out.txt`")
+        if final:                                          # the last bytes begin a character that never ends
+            return CorpusError(f"{self.path}: the file ends inside a UTF-8 character (byte offset {offset}, bytes {bad}): "
+                               f"it was cut short (an interrupted download or copy?); get the whole file again")
+        b = e.object[e.start:e.start + 2]
+        gbk = len(b) == 2 and 0x81 <= b[0] <= 0xFE and 0x40 <= b[1] <= 0xFE and b[1] != 0x7F   # a GBK double byte
+        hint = ("convert the file to UTF-8 first, e.g. `iconv -f GBK -t UTF-8 in.txt > out.txt`" if gbk else
+                "the file is damaged there or in another encoding; convert it to UTF-8 first")
+        return CorpusError(f"{self.path}: not valid UTF-8 at byte offset {offset} (bytes {bad}: {e.reason}); {hint}")
 
     def __iter__(self) -> Iterator[str]:
         dec = codecs.getincrementaldecoder("utf-8")("strict")
@@ -62,7 +68,7 @@ class TextStream:
                 start, pending = self.bytes_read, len(dec.getstate()[0])
                 self.bytes_read += len(raw)
                 try: text = dec.decode(raw, final)
-                except UnicodeDecodeError as e: raise self._decode_error(e, start - pending + e.start) from None
+                except UnicodeDecodeError as e: raise self._decode_error(e, start - pending + e.start, final) from None
                 if first and text:
                     first = False
                     if text[0] == "\ufeff": text, self.bom = text[1:], True

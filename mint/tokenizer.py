@@ -163,17 +163,20 @@ def hf_tokenizer(tok):
         aliases = char_aliases(tok)
         if aliases: t.normalizer = normalizers.Sequence([normalizers.Replace(a, e) for a, e in aliases.items()])
         t.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
-        t.decoder = decoders.Fuse()
-        t.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in SPECIAL_TOKENS])
+        t.decoder = decoders.Sequence([decoders.Replace(SPECIAL_TOKENS[UNK], "\ufffd"), decoders.Fuse()])   # <unk> shows as U+FFFD
+        # <unk> is the model's unknown id, not a special token: a special one would be dropped by skip_special_tokens=True
+        t.add_special_tokens([AddedToken(s, special=True, normalized=False) for i, s in enumerate(SPECIAL_TOKENS) if i != UNK])
     t.encode_special_tokens = True
     return t
 
 def hf_tokenizer_config(tok, max_seq_len: int) -> dict:
-    "The `tokenizer_config.json` that goes with `hf_tokenizer(tok)`."
-    return {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": int(max_seq_len),
-            "bos_token": SPECIAL_TOKENS[BOS], "eos_token": SPECIAL_TOKENS[EOS], "unk_token": SPECIAL_TOKENS[UNK],
-            "pad_token": SPECIAL_TOKENS[PAD], "additional_special_tokens": [SPECIAL_TOKENS[HUMAN], SPECIAL_TOKENS[ASSISTANT]],
-            "split_special_tokens": True, "clean_up_tokenization_spaces": False, "add_bos_token": False, "add_eos_token": False}
+    "The `tokenizer_config.json` that goes with `hf_tokenizer(tok)`; a char vocabulary declares no `unk_token` (transformers would make it special and drop it from decoded text, where Mint shows U+FFFD)."
+    c = {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": int(max_seq_len),
+         "bos_token": SPECIAL_TOKENS[BOS], "eos_token": SPECIAL_TOKENS[EOS], "unk_token": SPECIAL_TOKENS[UNK],
+         "pad_token": SPECIAL_TOKENS[PAD], "additional_special_tokens": [SPECIAL_TOKENS[HUMAN], SPECIAL_TOKENS[ASSISTANT]],
+         "split_special_tokens": True, "clean_up_tokenization_spaces": False, "add_bos_token": False, "add_eos_token": False}
+    if not isinstance(tok, BPETokenizer): del c["unk_token"]
+    return c
 
 # %% ../nbs/30_tokenizer.ipynb #f2939d57
 import struct, bisect, functools

@@ -11,7 +11,7 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['PAD', 'UNK', 'BOS', 'EOS', 'HUMAN', 'ASSISTANT', 'SPECIAL_TOKENS', 'WHITESPACE_TOKENS', 'SPACE_ALIASES',
-           'is_vocab_char', 'codepoints', 'Vocab', 'char_counts']
+           'UNICODE_SAMPLES', 'is_vocab_char', 'codepoints', 'Vocab', 'char_counts']
 
 # %% ../nbs/01_vocab.ipynb #ef2c9898
 PAD, UNK, BOS, EOS, HUMAN, ASSISTANT = 0, 1, 2, 3, 4, 5
@@ -23,8 +23,9 @@ SPACE_ALIASES = {**{ch: " " for ch in "\xa0\u1680\u2000\u2001\u2002\u2003\u2004\
                  **{ch: "\n" for ch in "\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\u2028\u2029"}}
 
 def is_vocab_char(ch: str) -> bool:
-    "True if the single character `ch` may be a vocabulary entry: one of `WHITESPACE_TOKENS`, or not whitespace and not control/format/surrogate (Cc, Cf, Cs)."
-    return ch in WHITESPACE_TOKENS or (len(ch) == 1 and not ch.isspace() and unicodedata.category(ch) not in ("Cc", "Cf", "Cs"))
+    "True if the single character `ch` may be a vocabulary entry: one of `WHITESPACE_TOKENS`, or not whitespace, not a control or a surrogate (Cc, Cs) and not the byte-order mark U+FEFF; format characters (Cf: ZWJ, ZWNJ, tags, ...) are text."
+    return ch in WHITESPACE_TOKENS or (len(ch) == 1 and not ch.isspace() and ch != "\ufeff"
+                                       and unicodedata.category(ch) not in ("Cc", "Cs"))
 
 # %% ../nbs/01_vocab.ipynb #72959367
 def codepoints(text: str) -> np.ndarray:
@@ -118,6 +119,13 @@ def _build(cls, texts, min_count: int = 2) -> Vocab:
                          f"{sum(counts.values())} characters of the corpus (excluding whitespace/control)")
     return cls(chars, min_count=int(min_count))
 Vocab.build = _build
+
+# %% ../nbs/01_vocab.ipynb #2181e398
+UNICODE_SAMPLES = {
+    "family (ZWJ)": "👨\u200d👩\u200d👧\u200d👦", "skin tone": "👍🏽", "keycap": "1\ufe0f\u20e3",
+    "heart (VS16)": "\u2764\ufe0f", "flag of Scotland (tags)": "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",
+    "rainbow flag (ZWJ)": "🏳\ufe0f\u200d🌈", "Persian (ZWNJ)": "می\u200cخواهم", "Hindi (ZWJ)": "क्\u200dष",
+    "soft hyphen": "Silben\u00adtrennung", "RTL marks": "\u200fשלום\u200e abc", "zero-width space": "ภาษา\u200bไทย"}
 
 # %% ../nbs/01_vocab.ipynb #2e473df8
 def _to_dict(self) -> dict:

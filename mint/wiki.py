@@ -153,7 +153,8 @@ WIKI_PARALLEL_BYTES = 64 << 20  # dumps larger than this are parsed by os.cpu_co
 
 def build_wiki_cache(dump, cache, min_chars: int = MIN_PARAGRAPH_CHARS, workers: int = 1) -> tuple[int, Counter]:
     "Parse `dump` once into `cache` (JSONL, `{\"text\": paragraph}` per line) via a temp file renamed when complete; returns (paragraphs written, what was dropped)."
-    dump, cache = Path(dump), Path(cache)
+    from mint.checkpoint import check_output
+    dump, cache = Path(dump), check_output(cache, "cache")        # never inside a run folder (`--root` a run's folder)
     cache.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=cache.name + ".", suffix=".tmp")
     pool = multiprocessing.Pool(workers) if workers > 1 else None
