@@ -16,6 +16,7 @@ from .rmsnorm import rmsnorm_forward, rmsnorm_backward
 from .swiglu import swiglu_forward, swiglu_backward
 from .attention import attention_forward, attention_backward
 from .flash_attention import attention_cached, cache_write, flash_attention_forward, flash_attention_backward
+from .flash_tc import flash_tc_forward, flash_tc_backward
 from .loss import cross_entropy
 
 # %% auto #0
@@ -115,7 +116,7 @@ def init_params(cfg: ModelConfig, seed: int = 0) -> np.ndarray:
 # %% ../nbs/12_model.ipynb #da21028f
 INT32_MAX = 2**31 - 1
 
-ATTENTION = ("unfused", "flash")
+ATTENTION = ("unfused", "flash", "flash-tc")   # flash-tc: the bf16 tensor-core kernels (mint.flash_tc)
 
 def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: bool = True,
                      attention: str = "unfused") -> dict[str, tuple[tuple, str]]:
@@ -129,7 +130,7 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
         s.update({f"a.{l}": ((N, d), "f"), f"r1.{l}": ((N,), "f"), f"qkv.{l}": ((3, N, d), "f"),
                   f"o.{l}": ((N, d), "f"), f"h.{l}": ((N, d), "f"), f"b.{l}": ((N, d), "f"), f"r2.{l}": ((N,), "f"),
                   f"gu.{l}": ((2, N, F), "f"), f"m.{l}": ((N, F), "f")})
-        if training: s[f"lse.{l}" if attention == "flash" else f"probs.{l}"] = ((B, H, T) if attention == "flash" else (B, H, T, T), "f")
+        if training: s[f"lse.{l}" if attention != "unfused" else f"probs.{l}"] = ((B, H, T) if attention != "unfused" else (B, H, T, T), "f")
         if cfg.qk_norm: s.update({f"qkn.{l}": ((2, N, d), "f"), f"rqk.{l}": ((2, N * H), "f")})
     s.update({"hf": ((N, d), "f"), "rf": ((N,), "f"), "logits": ((N, V), "f"),
               "qkv_rows": ((N, 3 * d), "f"), "gu_rows": ((N, 2 * F), "f")})   # fused-GEMM outputs / joined gradients
@@ -137,7 +138,7 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
         s.update({"dlogits": ((N, V), "f"), "loss": ((1,), "f"), "ce_scratch": ((N + 1,), "f"),
                   "dx": ((N, d), "f"), "dn": ((N, d), "f"), "dr": ((N, d), "f"), "dh": ((N, d), "f"), "do": ((N, d), "f"),
                   "dm": ((N, F), "f"), "dgu": ((2, N, F), "f"), "dqkv": ((3, N, d), "f"),
-                  "dscores": ((B, H, T) if attention == "flash" else (B, H, T, T), "f")})   # flash: D = rowsum(dO·O)
+                  "dscores": ((B, H, T) if attention != "unfused" else (B, H, T, T), "f")})   # flash: D = rowsum(dO·O)
         if cfg.qk_norm: s["dqk"] = ((2, N, d), "f")
     return s
 
@@ -176,7 +177,7 @@ def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attenti
     "Named, shaped views (prefixes of the flat buffers) for a B × T batch."
     w = {k: bufs[k][:math.prod(s)].reshape(s) for k, (s, _) in workspace_shapes(cfg, B, T, training, attention).items()}
     N, d, H, hd, F = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.d_ff
-    v = SimpleNamespace(B=B, T=T, N=N, use_seg=False, flash=attention == "flash", ids=w["ids"], targets=w["targets"], loss_mask=w["loss_mask"],
+    v = SimpleNamespace(B=B, T=T, N=N, use_seg=False, flash=attention != "unfused", tc=attention == "flash-tc", ids=w["ids"], targets=w["targets"], loss_mask=w["loss_mask"],
                         pos=w["pos"], seg=w["seg"], x=[w[f"x.{l}"] for l in range(cfg.n_layers + 1)],
                         layers=[_layer_views(w, cfg, l, B, T) for l in range(cfg.n_layers)],
                         hf=w["hf"], rf=w["rf"], logits=w["logits"], qkv_rows=w["qkv_rows"],
@@ -298,7 +299,7 @@ def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: i
         kv.append(layer, A.k, A.v)
         attention_cached(A.q, kv.k[layer], kv.v[layer], kv.start(), out=A.o4)
     elif v.flash:                                                              # o [B,T,H,hd], lse [B,H,T]
-        flash_attention_forward(A.q, A.k, A.v, seg, out=A.o4, lse=A.lse)
+        (flash_tc_forward if v.tc else flash_attention_forward)(A.q, A.k, A.v, seg, out=A.o4, lse=A.lse)
     else:                                                                      # o [B,T,H,hd], probs [B,H,T,T]
         attention_forward(A.q, A.k, A.v, seg, out=A.o4, probs=A.probs)
     linear_forward(A.o, L.o_w, L.o_b, out=A.h)                                 # h = x + o·Woᵀ (+ b)
@@ -337,7 +338,7 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig) -> None:
     add(v.dx, v.dr, v.dh)                                                      # dh = dx + J_FFNᵀ dx (copy, don't split)
     linear_backward(v.dh, A.o, L.o_w, dx=v.do, dw=GL.o_w, db=GL.o_b, has_bias=cfg.attention_bias)
     if v.flash:                                                                # recompute P tile by tile from lse
-        flash_attention_backward(v.do4, A.q, A.k, A.v, A.o4, A.lse, v.seg if v.use_seg else None,
+        (flash_tc_backward if v.tc else flash_attention_backward)(v.do4, A.q, A.k, A.v, A.o4, A.lse, v.seg if v.use_seg else None,
                                  dq=v.dq, dk=v.dk, dv=v.dv, scratch=v.dscores)
     else:
         attention_backward(v.do4, A.q, A.k, A.v, A.probs, dq=v.dq, dk=v.dk, dv=v.dv, dscores=v.dscores)
