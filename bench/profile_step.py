@@ -40,6 +40,6 @@ for e in rows[:40]:
                  f"{e.count / args.steps:10.1f}  {e.key[:110]}")
 text = "\n".join(lines)
 print(text)
-out = Path(args.out) / f"profile_{args.preset}_{args.gemm}" + ("" if args.attention == "flash" else f"_{args.attention}") + ".txt"
+out = Path(args.out) / (f"profile_{args.preset}_{args.gemm}" + ("" if args.attention == "flash" else f"_{args.attention}") + ".txt")
 out.parent.mkdir(parents=True, exist_ok=True)
 out.write_text(text + "\n")
