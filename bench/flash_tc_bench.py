@@ -133,7 +133,12 @@ def timing(B, T, H, hd, fp32_too):
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(); ap.add_argument("--out", default=None); ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--check-only", action="store_true", help="one correctness case; exit 1 unless it passes")
     args = ap.parse_args()
+    if args.check_only:
+        c = check(2, 200, 3, 64, True, "bthd", np.random.default_rng(1))
+        ok = c["all_finite"] and c["deterministic"] and max(c[n + "_vs_fp32"] for n in ("out", "dq", "dk", "dv")) < 1e-2
+        print(json.dumps(c)); print("check", "passed" if ok else "FAILED"); sys.exit(0 if ok else 1)
     import torch
     t0 = time.time()
     rng = np.random.default_rng(17)

@@ -157,8 +157,21 @@ def check_int32(cfg: ModelConfig, batch_size: int, seq_len: int) -> None:
         raise ValueError(f"buffer {k!r} would hold {big[k]:,} elements, more than 32-bit indexing allows ({INT32_MAX:,}); "
                          f"lower --batch-size ({batch_size}) or --seq-len ({seq_len}), or pick a smaller --preset")
 
+# %% ../nbs/12_model.ipynb #0256bd8d
+def _direct_views(A, qkv, gu, cfg: ModelConfig, B: int, T: int, grads: bool = False) -> None:
+    "Without the glue (attention 'flash-tc'): the fused GEMMs' rows [N, 2F] (and [N, 3d] unless QK-norm, whose rows need q, k contiguous) hold gate, up (q, k, v) as strided views, so no swap01 runs. Layer views: this layer's own buffers hold the rows; grads: the step's gu_rows and qkv_rows scratch receive the gradients."
+    N, d, H, hd, F = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.d_ff
+    gu_rows, qkv_rows = (A.gu_rows, A.qkv_rows) if grads else (gu.reshape(N, 2 * F), qkv.reshape(N, 3 * d))
+    g3 = gu_rows.reshape(N, 2, F)
+    if grads: A.dgate, A.dup = g3[:, 0], g3[:, 1]
+    else: A.gu_rows, A.gate, A.up = gu_rows, g3[:, 0], g3[:, 1]
+    if cfg.qk_norm: return
+    r5, r4 = qkv_rows.reshape(B, T, 3, H, hd), qkv_rows.reshape(N, 3, H, hd)
+    if grads: A.dq, A.dk, A.dv, A.dq3, A.dk3 = r5[:, :, 0], r5[:, :, 1], r5[:, :, 2], r4[:, 0], r4[:, 1]
+    else: A.qkv_rows, A.q, A.k, A.v, A.q3, A.k3 = qkv_rows, r5[:, :, 0], r5[:, :, 1], r5[:, :, 2], r4[:, 0], r4[:, 1]
+
 # %% ../nbs/12_model.ipynb #8bf6d0b1
-def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int) -> SimpleNamespace:
+def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int, direct: bool = False) -> SimpleNamespace:
     N, d, H, hd = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim
     qkv, gu = w[f"qkv.{l}"], w[f"gu.{l}"]
     qk = w[f"qkn.{l}"] if cfg.qk_norm else qkv                     # where attention reads q and k (RoPE'd in place)
@@ -171,15 +184,18 @@ def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int) -> SimpleNam
         rqk = w[f"rqk.{l}"]
         A.q_pre, A.k_pre = qkv[0].reshape(N * H, hd), qkv[1].reshape(N * H, hd)
         A.q_rows, A.k_rows, A.rq, A.rk = qk[0].reshape(N * H, hd), qk[1].reshape(N * H, hd), rqk[0], rqk[1]
+    if direct: _direct_views(A, qkv, gu, cfg, B, T)
     return A
 
 def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attention: str) -> SimpleNamespace:
     "Named, shaped views (prefixes of the flat buffers) for a B × T batch."
     w = {k: bufs[k][:math.prod(s)].reshape(s) for k, (s, _) in workspace_shapes(cfg, B, T, training, attention).items()}
     N, d, H, hd, F = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.d_ff
-    v = SimpleNamespace(B=B, T=T, N=N, use_seg=False, flash=attention != "unfused", tc=attention == "flash-tc", ids=w["ids"], targets=w["targets"], loss_mask=w["loss_mask"],
+    direct = attention == "flash-tc"          # the GEMMs' layouts straight into attention and SwiGLU: no swap01
+    v = SimpleNamespace(B=B, T=T, N=N, use_seg=False, flash=attention != "unfused", tc=direct, direct_gu=direct,
+                        direct_qkv=direct and not cfg.qk_norm, ids=w["ids"], targets=w["targets"], loss_mask=w["loss_mask"],
                         pos=w["pos"], seg=w["seg"], x=[w[f"x.{l}"] for l in range(cfg.n_layers + 1)],
-                        layers=[_layer_views(w, cfg, l, B, T) for l in range(cfg.n_layers)],
+                        layers=[_layer_views(w, cfg, l, B, T, direct) for l in range(cfg.n_layers)],
                         hf=w["hf"], rf=w["rf"], logits=w["logits"], qkv_rows=w["qkv_rows"],
                         qkv_rows3=w["qkv_rows"].reshape(N, 3, d), gu_rows=w["gu_rows"], gu_rows3=w["gu_rows"].reshape(N, 2, F))
     if training:
@@ -193,6 +209,7 @@ def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attenti
         if cfg.qk_norm:
             v.dq_rows, v.dk_rows = dqk[0].reshape(N * H, hd), dqk[1].reshape(N * H, hd)
             v.dq_pre, v.dk_pre = dqkv[0].reshape(N * H, hd), dqkv[1].reshape(N * H, hd)
+        if direct: _direct_views(v, None, None, cfg, B, T, grads=True)
     return v
 
 def _host_upload(name: str, dst, src: np.ndarray) -> None:
@@ -287,8 +304,8 @@ def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: i
     "One pre-norm block (§5.9) on the rows of `v`: `A.x` -> `A.out` = h + FFN(RMSNorm₂(h)), h = x + Attn(RMSNorm₁(x)); with `kv`, attention reads and extends the cache."
     eps = cfg.rms_eps
     rmsnorm_forward(A.x, L.ln1, eps, out=A.a, rstd=A.r1)                       # a = RMSNorm₁(x)            [N,d]
-    linear_forward(A.a, L.qkv_w, L.qkv_b, out=v.qkv_rows)                      # [N,3d] = a·Wqkvᵀ (+ b)
-    swap01(v.qkv_rows3, A.qkv)                                                 # (N,3,d) -> (3,N,d): q | k | v
+    linear_forward(A.a, L.qkv_w, L.qkv_b, out=A.qkv_rows if v.direct_qkv else v.qkv_rows)   # [N,3d] = a·Wqkvᵀ (+ b)
+    if not v.direct_qkv: swap01(v.qkv_rows3, A.qkv)                                # (N,3,d) -> (3,N,d): q | k | v
     if cfg.qk_norm:                                                            # Qwen3: RMSNorm over head_dim
         rmsnorm_forward(A.q_pre, L.q_norm, eps, out=A.q_rows, rstd=A.rq)       # [N·H, hd]
         rmsnorm_forward(A.k_pre, L.k_norm, eps, out=A.k_rows, rstd=A.rk)
@@ -305,8 +322,8 @@ def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: i
     linear_forward(A.o, L.o_w, L.o_b, out=A.h)                                 # h = x + o·Woᵀ (+ b)
     add(A.h, A.x, A.h)
     rmsnorm_forward(A.h, L.ln2, eps, out=A.b, rstd=A.r2)                       # b = RMSNorm₂(h)
-    linear_forward(A.b, L.gu_w, L.gu_b, out=v.gu_rows)                         # [N,2F] = b·Wguᵀ (+ b)
-    swap01(v.gu_rows3, A.gu)                                                   # (2,N,F): gate | up
+    linear_forward(A.b, L.gu_w, L.gu_b, out=A.gu_rows if v.direct_gu else v.gu_rows)      # [N,2F] = b·Wguᵀ (+ b)
+    if not v.direct_gu: swap01(v.gu_rows3, A.gu)                                  # (2,N,F): gate | up
     swiglu_forward(A.gate, A.up, out=A.m)                                      # m = swish(gate)·up  [N,F]
     linear_forward(A.m, L.down_w, L.down_b, out=A.out)                         # x' = h + m·Wdᵀ (+ b)
     add(A.out, A.h, A.out)
@@ -332,7 +349,7 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig) -> None:
     "Backward of one block: `v.dx` holds dL/dx' on entry and dL/dx on return; the layer's parameter gradients go into `GL`."
     linear_backward(v.dx, A.m, L.down_w, dx=v.dm, dw=GL.down_w, db=GL.down_b, has_bias=cfg.mlp_bias)
     swiglu_backward(v.dm, A.gate, A.up, dgate=v.dgate, dup=v.dup)              # (2,N,F)
-    swap01(v.dgu, v.gu_rows3)                                                  # -> [N,2F]
+    if not v.direct_gu: swap01(v.dgu, v.gu_rows3)                                 # -> [N,2F]
     linear_backward(v.gu_rows, A.b, L.gu_w, dx=v.dn, dw=GL.gu_w, db=GL.gu_b, has_bias=cfg.mlp_bias)
     rmsnorm_backward(v.dn, A.h, L.ln2, A.r2, dx=v.dr, dg=GL.ln2)
     add(v.dx, v.dr, v.dh)                                                      # dh = dx + J_FFNᵀ dx (copy, don't split)
@@ -347,7 +364,7 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig) -> None:
     if cfg.qk_norm:
         rmsnorm_backward(v.dq_rows, A.q_pre, L.q_norm, A.rq, dx=v.dq_pre, dg=GL.q_norm)
         rmsnorm_backward(v.dk_rows, A.k_pre, L.k_norm, A.rk, dx=v.dk_pre, dg=GL.k_norm)
-    swap01(v.dqkv, v.qkv_rows3)                                                # (3,N,d) -> [N,3d]
+    if not v.direct_qkv: swap01(v.dqkv, v.qkv_rows3)                           # (3,N,d) -> [N,3d]
     linear_backward(v.qkv_rows, A.a, L.qkv_w, dx=v.dn, dw=GL.qkv_w, db=GL.qkv_b, has_bias=cfg.attention_bias)
     rmsnorm_backward(v.dn, A.x, L.ln1, A.r1, dx=v.dr, dg=GL.ln1)
     add(v.dh, v.dr, v.dx)                                                      # dx for the layer below
