@@ -9,10 +9,10 @@ R=bench/results/h200_2026-12-02_flash
 t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 timeout 40 python3 bench/flash_tc_bench.py --check-only > "$OUT/check.log" 2>&1; rc=$?; tail -1 "$OUT/check.log"; el "check rc $rc"
 if [ $rc -ne 0 ] && [ -f "${FALLBACK:-/nonexistent}" ]; then cp "$FALLBACK" mint/flash_tc.py; echo "FELL BACK to $FALLBACK" | tee "$OUT/FELL_BACK"; fi
-timeout 35 python3 bench/profile_step.py --preset d512 --gemm cublas-tf32 --attention flash-tc --out "$OUT" > "$OUT/prof_flash-tc.log" 2>&1; el "profile rc $?"
-head -3 "$OUT/prof_flash-tc.log" | tail -1 | cut -c1-160
-timeout ${NB_TIMEOUT:-75} python3 tools/run_notebooks.py nbs/26_flash_tensor_cores.ipynb nbs/21_flash_attention.ipynb -j 2 > "$OUT/nbs.log" 2>&1; el "notebooks rc $?"
+timeout ${NB_TIMEOUT:-85} python3 tools/run_notebooks.py nbs/26_flash_tensor_cores.ipynb nbs/21_flash_attention.ipynb -j 2 > "$OUT/nbs.log" 2>&1; el "notebooks rc $?"
 tail -4 "$OUT/nbs.log"
+timeout ${PROF_TIMEOUT:-35} python3 bench/profile_step.py --preset d512 --gemm cublas-tf32 --attention flash-tc --out "$OUT" > "$OUT/prof_flash-tc.log" 2>&1; el "profile rc $?"
+head -3 "$OUT/prof_flash-tc.log" | tail -1 | cut -c1-160
 cp nbs/26_flash_tensor_cores.ipynb nbs/21_flash_attention.ipynb "$R/flash_tc.json" "$OUT/" 2>/dev/null
 python3 - "$R/flash_tc.json" <<'PY'
 import json, sys
