@@ -134,7 +134,12 @@ def timing(B, T, H, hd, fp32_too):
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(); ap.add_argument("--out", default=None); ap.add_argument("--quick", action="store_true")
     ap.add_argument("--check-only", action="store_true", help="one correctness case; exit 1 unless it passes")
+    ap.add_argument("--cu", default=None, help="time other device code (e.g. bench/flash_tc_v2.cu) in place of mint.flash_tc.FLASH_TC_CU")
+    ap.add_argument("--max-registers", type=int, default=None, help="register cap of the head_dim <= 64 kernels (v2 wants 168)")
     args = ap.parse_args()
+    import mint.flash_tc as FT
+    if args.cu: FT.FLASH_TC_CU = open(args.cu).read()
+    if args.max_registers: FT.MAX_REGISTERS = args.max_registers
     if args.check_only:
         c = check(2, 200, 3, 64, True, "bthd", np.random.default_rng(1))
         ok = c["all_finite"] and c["deterministic"] and max(c[n + "_vs_fp32"] for n in ("out", "dq", "dk", "dv")) < 1e-2

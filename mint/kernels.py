@@ -292,7 +292,7 @@ def reduction_block(fn: str, threads: int | None = None, default: int = THREADS,
         raise ValueError(f"{fn}: threads per block must be a power of two in [1, {limit}], got {threads}")
     return t
 
-# %% ../nbs/03_kernels.ipynb #05395b2c
+# %% ../nbs/03_kernels.ipynb #224b6dc6
 @functools.lru_cache(maxsize=None)
 def placeholder(shape: tuple, dtype=np.int32):
     "A zero device array of `shape` and `dtype`, made once: what a launcher passes for an array argument its kernel will not read (kernels cannot take None)."

@@ -157,7 +157,7 @@ def check_int32(cfg: ModelConfig, batch_size: int, seq_len: int) -> None:
         raise ValueError(f"buffer {k!r} would hold {big[k]:,} elements, more than 32-bit indexing allows ({INT32_MAX:,}); "
                          f"lower --batch-size ({batch_size}) or --seq-len ({seq_len}), or pick a smaller --preset")
 
-# %% ../nbs/12_model.ipynb #0256bd8d
+# %% ../nbs/12_model.ipynb #f79cea57
 def _direct_views(A, qkv, gu, cfg: ModelConfig, B: int, T: int, grads: bool = False) -> None:
     "Without the glue (attention 'flash-tc'): the fused GEMMs' rows [N, 2F] (and [N, 3d] unless QK-norm, whose rows need q, k contiguous) hold gate, up (q, k, v) as strided views, so no swap01 runs. Layer views: this layer's own buffers hold the rows; grads: the step's gu_rows and qkv_rows scratch receive the gradients."
     N, d, H, hd, F = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.d_ff
