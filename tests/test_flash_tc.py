@@ -68,4 +68,5 @@ def test_model_flash_tc_matches_fp32_flash():
 def test_attention_provider():
     assert attention_provider("bf16", "auto") == "flash-tc" and attention_provider("bf16", "flash") == "flash-tc"
     assert attention_provider("bf16", "unfused") == "unfused" and attention_provider("fp32", "auto") == "auto"
+    assert attention_provider("bf16", "auto", head_dim=64) == "flash-tc" and attention_provider("bf16", "auto", head_dim=24) == "auto"
     with pytest.raises(ValueError, match="precision"): attention_provider("fp16")
