@@ -110,7 +110,7 @@ class MintGPU:
         from numba import cuda
         from mint.gpu_train import GpuEngine
         from mint.gemm import gemm_provider
-        self.name = "Mint (numba.cuda)" + (", flash attention" if attention == "flash" else "") + GEMM_LABEL[gemm]
+        self.name = "Mint (numba.cuda)" + {"flash": ", flash attention", "flash-tc": ", tensor-core flash attention (bf16)"}.get(attention, "") + GEMM_LABEL[gemm]
         self.precision = "tf32" if gemm == "cublas-tf32" else "fp32"
         self.gemm = lambda: gemm_provider(gemm)          # the GEMM provider of this side's steps (and its CUDA graph)
         ctx = cuda.current_context()
@@ -160,6 +160,8 @@ def bench_preset(name: str, args) -> dict:
         if args.flash: sides.append(MintGPU(cfg, params, B, T, attention="flash", graphs=g))
         for gm in args.gemm:                               # the second GEMM provider, with the best attention asked for
             sides.append(MintGPU(cfg, params, B, T, attention="flash" if args.flash else "unfused", gemm=gm, graphs=g))
+        for gm in (args.gemm or ["mint"]) if args.flash_tc else []:   # mint.flash_tc: bf16 tensor cores, no swap01 glue
+            sides.append(MintGPU(cfg, params, B, T, attention="flash-tc", gemm=gm, graphs=g))
         sides += [TorchPeer(cfg, params, "cuda", "PyTorch CUDA eager, TF32 off"),
                   TorchPeer(cfg, params, "cuda", "PyTorch CUDA eager, TF32 on")]
         if not args.no_compile: sides.append(TorchPeer(cfg, params, "cuda", "PyTorch CUDA compile, TF32 on", compile=True))
@@ -223,6 +225,7 @@ def main(argv=None):
     ap.add_argument("--compile", action="store_true", help="CPU: also time torch.compile'd PyTorch")
     ap.add_argument("--no-compile", action="store_true", help="GPU: skip torch.compile'd PyTorch")
     ap.add_argument("--flash", action="store_true", help="GPU: also time Mint with the fused (flash) attention kernels")
+    ap.add_argument("--flash-tc", action="store_true", help="GPU: also time Mint with the bf16 tensor-core attention (mint.flash_tc; no swap01 glue), per --gemm")
     ap.add_argument("--gemm", nargs="+", default=[], choices=["cublas", "cublas-tf32"],
                     help="GPU: also time Mint with these GEMM providers (cuBLAS through cupy, `mint.gemm.set_gemm_provider`)")
     ap.add_argument("--no-graphs", action="store_true", help="GPU: launch Mint's kernels one by one (no CUDA graph of the step)")

@@ -8,7 +8,7 @@ from .core import on_device, simulator_enabled, cdiv  # before numba: without a 
 import functools, math
 import numpy as np
 from numba import cuda, float32, int64
-from .kernels import launch, grid1d
+from .kernels import launch, grid1d, check_args, block_max, block_sum, reduction_block, placeholder
 from .attention import MASK_VALUE, MASKED_BELOW, attention_mask, attention_forward_ref
 
 # %% auto #0
@@ -18,18 +18,13 @@ __all__ = ['CACHED_TILE', 'REF_TILE', 'FLASH_TILE', 'FLASH_SMEM_BYTES', 'attenti
            'make_flash_dkdv_kernel', 'flash_attention_forward', 'flash_attention_backward']
 
 # %% ../nbs/21_flash_attention.ipynb #28c4b887
-def _check_cached(q, k_cache, v_cache, fn: str) -> tuple:
-    "(B, T, H, hd, S) of q [B,T,H,hd] and caches [B,S,H,hd]; ValueError on any mismatch."
-    if len(q.shape) != 4: raise ValueError(f"{fn}: q must be 4-D (B, T, H, head_dim), got shape {tuple(q.shape)}")
-    B, T, H, hd = q.shape
-    for name, a in (("k_cache", k_cache), ("v_cache", v_cache)):
-        if len(a.shape) != 4 or (a.shape[0], a.shape[2], a.shape[3]) != (B, H, hd):
-            raise ValueError(f"{fn}: {name} must be (B, S, H, head_dim) = ({B}, S, {H}, {hd}), got {tuple(a.shape)}")
-        if np.dtype(a.dtype) != np.dtype(q.dtype): raise ValueError(f"{fn}: {name} dtype {a.dtype} must equal q dtype {q.dtype}")
-    if tuple(v_cache.shape) != tuple(k_cache.shape):
-        raise ValueError(f"{fn}: v_cache shape {tuple(v_cache.shape)} must equal k_cache shape {tuple(k_cache.shape)}")
-    if np.dtype(q.dtype).kind != "f": raise ValueError(f"{fn}: q and the caches must be floating point, got {q.dtype}")
-    return B, T, H, hd, k_cache.shape[1]
+def _check_cached(fn: str, q, k_cache, v_cache, names=("q", "k_cache", "v_cache"), outs=(), **more) -> tuple:
+    "(device?, (B, T, H, hd, S)) of q [B,T,H,hd] and caches [B,S,H,hd] of q's float dtype, through the toolkit's check_args (more: other arrays to check with them)."
+    if len(q.shape) != 4: raise ValueError(f"{fn}: {names[0]} must be 4-D (B, T, H, head_dim), got shape {tuple(q.shape)}")
+    dt = (np.float32 if on_device(q) else q.dtype) if np.dtype(q.dtype).kind == "f" else np.floating   # device: float32
+    dev = check_args(fn, outs, **{names[0]: (q, ("B", "T", "H", "hd"), dt), names[1]: (k_cache, ("B", "S", "H", "hd"), dt),
+                                  names[2]: (v_cache, ("B", "S", "H", "hd"), dt)}, **more)
+    return dev, (*q.shape, k_cache.shape[1])
 
 def _host_start(start, T: int, S: int, fn: str) -> int:
     "The start position as a Python int (from an int or a (1,) host integer array); ValueError unless 0 <= start, start + T <= S."
@@ -46,7 +41,7 @@ def _host_start(start, T: int, S: int, fn: str) -> int:
 def attention_cached_ref(q, k_cache, v_cache, start):
     "Attention of T new queries q [B,T,H,hd] (positions start..start+T-1) over caches [B,S,H,hd]: query t sees entries j <= start+t. -> out [B,T,H,hd], dtype kept."
     fn = "attention_cached_ref"
-    B, T, H, hd, S = _check_cached(q, k_cache, v_cache, fn)
+    _, (B, T, H, hd, S) = _check_cached(fn, q, k_cache, v_cache)
     start = _host_start(start, T, S, fn)
     L = start + T                                               # entries that any query may see
     qh = q.transpose(0, 2, 1, 3)                                # [B,H,T,hd] views
@@ -65,10 +60,8 @@ def attention_cached_ref(q, k_cache, v_cache, start):
 CACHED_TILE = 16 if simulator_enabled() else 64     # threads per block = cache entries per tile (a power of two)
 
 def _check_tile(tile: int, fn: str) -> int:
-    "tile as an int; ValueError unless a power of two in 1..1024."
-    tile = int(tile)
-    if tile < 1 or tile > 1024 or tile & (tile - 1): raise ValueError(f"{fn}: tile must be a power of two in 1..1024, got {tile}")
-    return tile
+    "tile (threads per block) as an int; ValueError unless a power of two in 1..1024 (the toolkit's reduction_block check)."
+    return reduction_block(fn, tile)
 
 @functools.lru_cache(maxsize=None)
 def make_cached_kernel(head_dim: int, tile: int = CACHED_TILE):
@@ -82,8 +75,7 @@ def make_cached_kernel(head_dim: int, tile: int = CACHED_TILE):
         sq = cuda.shared.array(HD, float32)     # the query row times scale
         sacc = cuda.shared.array(HD, float32)   # running sum of p_j v_j; sacc[d] owned by thread d % NT
         sp = cuda.shared.array(NT, float32)     # this tile's p_j = exp(s_j - m_new)
-        smax = cuda.shared.array(NT, float32)   # tree reduction of the tile max
-        ssum = cuda.shared.array(NT, float32)   # tree reduction of the tile sum (its own array: §16 case 4)
+        sred = cuda.shared.array(NT, float32)   # the block reductions' buffer (block_max, then block_sum: each ends with a barrier)
         tid = cuda.threadIdx.x
         t = cuda.blockIdx.x
         h = cuda.blockIdx.y
@@ -104,30 +96,13 @@ def make_cached_kernel(head_dim: int, tile: int = CACHED_TILE):
                 s = float32(0.0)
                 for d in range(HD):
                     s += sq[d] * kc[b, j, h, d]
-            smax[tid] = s
-            cuda.syncthreads()                  # all partials written before round 1 reads them
-            st = NT // 2
-            while st > 0:
-                if tid < st:
-                    if smax[tid + st] > smax[tid]:
-                        smax[tid] = smax[tid + st]
-                cuda.syncthreads()              # a round done before the next (or smax[0]) is read
-                st //= 2
-            m_new = max(m, smax[0])
+            m_new = max(m, block_max(sred, s))  # the tile max, to every thread
             p = float32(0.0)
             if j < n:
                 p = math.exp(s - m_new)         # s - m_new <= 0
-            sp[tid] = p
-            ssum[tid] = p
-            cuda.syncthreads()
-            st = NT // 2
-            while st > 0:
-                if tid < st:
-                    ssum[tid] += ssum[tid + st]
-                cuda.syncthreads()
-                st //= 2
+            sp[tid] = p                         # read by all after block_sum's barriers
             alpha = math.exp(m - m_new)         # m - m_new <= 0: the rescaling of what came before
-            l = l * alpha + ssum[0]
+            l = l * alpha + block_sum(sred, p)
             nk = min(NT, n - j0)
             for d in range(tid, HD, NT):
                 a = sacc[d] * alpha
@@ -135,7 +110,7 @@ def make_cached_kernel(head_dim: int, tile: int = CACHED_TILE):
                     a += sp[jj] * vc[b, j0 + jj, h, d]
                 sacc[d] = a
             m = m_new
-            cuda.syncthreads()                  # smax, ssum, sp are rewritten by the next tile
+            cuda.syncthreads()                  # sp is rewritten by the next tile
         inv = float32(1.0) / l if l > 0 else float32(0.0)
         for d in range(tid, HD, NT):
             out[b, t, h, d] = sacc[d] * inv
@@ -143,44 +118,27 @@ def make_cached_kernel(head_dim: int, tile: int = CACHED_TILE):
     return attn_cached_kernel
 
 # %% ../nbs/21_flash_attention.ipynb #fbda9849
-_DUMMY_START = None
-def _dummy_start():
-    "A (1,) int32 device array passed as start_arr when start is a Python int (kernels cannot take None); made once."
-    global _DUMMY_START
-    if _DUMMY_START is None: _DUMMY_START = cuda.to_device(np.zeros(1, np.int32))
-    return _DUMMY_START
-
 def _start_args(start, T: int, S: int, fn: str) -> tuple:
     "Kernel arguments (start_arr, start_int, use_arr) for `start`: a (1,) int32 device array (read by the kernel at run time), or a host int (range-checked)."
     if on_device(start):
         if tuple(start.shape) != (1,) or np.dtype(start.dtype) != np.int32:
             raise ValueError(f"{fn}: a device start must be int32 of shape (1,), got {np.dtype(start.dtype).name} {tuple(start.shape)}")
         return start, 0, True
-    return _dummy_start(), _host_start(start, T, S, fn), False
-
-def _check_out(a, name: str, shape: tuple, dtype, dev: bool, fn: str):
-    "ValueError unless buffer `a` is on the right side (device/host) with exactly `shape` and `dtype`."
-    if on_device(a) != dev: raise ValueError(f"{fn}: {name} is a {'NumPy' if dev else 'device'} array but q is a {'device' if dev else 'NumPy'} array")
-    if tuple(a.shape) != tuple(shape) or np.dtype(a.dtype) != np.dtype(dtype):
-        raise ValueError(f"{fn}: {name} must be {np.dtype(dtype).name} of shape {tuple(shape)}, got {np.dtype(a.dtype).name} {tuple(a.shape)}")
+    return placeholder((1,), np.int32), _host_start(start, T, S, fn), False   # the kernel reads start_int
 
 def attention_cached(q, k_cache, v_cache, start, out=None, tile: int | None = None):
     """Attention of T new queries q [B,T,H,hd] over KV caches [B,S,H,hd] (query t sees entries j <= start+t) -> out [B,T,H,hd].
     NumPy -> `attention_cached_ref`; float32 device arrays -> the fused kernel. `start`: int, or a (1,) int32 device
     array (fixed kernel arguments for CUDA-graph capture; then not range-checked: the kernel clamps to the cache)."""
     fn = "attention_cached"
-    B, T, H, hd, S = _check_cached(q, k_cache, v_cache, fn)
-    dev = on_device(q)
-    for name, a in (("k_cache", k_cache), ("v_cache", v_cache)):
-        if on_device(a) != dev: raise ValueError(f"{fn}: {name} is a {'NumPy' if dev else 'device'} array but q is a {'device' if dev else 'NumPy'} array")
-    if out is not None: _check_out(out, "out", (B, T, H, hd), np.float32 if dev else q.dtype, dev, fn)
+    dev, (B, T, H, hd, S) = _check_cached(fn, q, k_cache, v_cache, outs=("out",),
+                                          out=(out, ("B", "T", "H", "hd"), np.float32 if on_device(q) else q.dtype))
     if not dev:
         if on_device(start): raise ValueError(f"{fn}: start is a device array but q is a NumPy array")
         o = attention_cached_ref(q, k_cache, v_cache, start)
         if out is None: return o
         out[...] = o
         return out
-    if np.dtype(q.dtype) != np.float32: raise ValueError(f"{fn}: device arrays must be float32, got {q.dtype}")
     start_arr, start_int, use_arr = _start_args(start, T, S, fn)
     if out is None: out = cuda.device_array((B, T, H, hd), np.float32)
     if B * T * H == 0: return out
@@ -212,15 +170,12 @@ def cache_write(new, cache, start):
     NumPy -> a slice assignment; float32 device arrays -> `cache_write_kernel`. `start`: int (ValueError unless
     0 <= start and start + T <= S), or a (1,) int32 device array read at run time (CUDA-graph replay)."""
     fn = "cache_write"
-    B, T, H, hd, S = _check_cached(new, cache, cache, fn)
-    dev = on_device(new)
-    if on_device(cache) != dev: raise ValueError(f"{fn}: cache is a {'NumPy' if dev else 'device'} array but new is a {'device' if dev else 'NumPy'} array")
+    dev, (B, T, H, hd, S) = _check_cached(fn, new, cache, cache, names=("new", "cache", "cache"))
     if not dev:
         if on_device(start): raise ValueError(f"{fn}: start is a device array but new is a NumPy array")
         s = _host_start(start, T, S, fn)
         cache[:, s:s + T] = new
         return cache
-    if np.dtype(new.dtype) != np.float32: raise ValueError(f"{fn}: device arrays must be float32, got {new.dtype}")
     start_arr, start_int, use_arr = _start_args(start, T, S, fn)
     if new.size: cache_write_kernel[grid1d(new.size)](new, cache, start_arr, start_int, use_arr)
     return cache
@@ -234,23 +189,19 @@ def tile_mask(seg, q0: int, q1: int, k0: int, k1: int) -> np.ndarray:
     return (causal & (sq == sk) & (sq >= 0))[:, None]
 
 # %% ../nbs/21_flash_attention.ipynb #6ea9401b
-def _check_qkv(q, k, v, seg, fn: str) -> tuple:
-    "(B, T, H, hd) of q; ValueError unless q, k, v share one 4-D float shape/dtype and seg is None or integer (B, T)."
+def _check_qkv(fn: str, q, k, v, seg, outs=(), **more) -> tuple:
+    "(device?, (B, T, H, hd)) of q; ValueError (the toolkit's check_args) unless q, k, v share one 4-D float shape/dtype, seg is None or integer (B, T), and the arrays in `more` (name=(array, shape, dtype)) fit."
     if len(q.shape) != 4: raise ValueError(f"{fn}: q must be 4-D (B, T, H, head_dim), got shape {tuple(q.shape)}")
-    for name, a in (("k", k), ("v", v)):
-        if tuple(a.shape) != tuple(q.shape): raise ValueError(f"{fn}: {name} shape {tuple(a.shape)} must equal q shape {tuple(q.shape)}")
-        if np.dtype(a.dtype) != np.dtype(q.dtype): raise ValueError(f"{fn}: q, k, v must share one dtype, got {q.dtype} and {a.dtype} ({name})")
-    if np.dtype(q.dtype).kind != "f": raise ValueError(f"{fn}: q, k, v must be floating point, got {q.dtype}")
-    B, T = q.shape[:2]
-    if seg is not None and (tuple(seg.shape) != (B, T) or np.dtype(seg.dtype).kind not in "iu"):
-        raise ValueError(f"{fn}: seg must be an integer array of shape ({B}, {T}), got {np.dtype(seg.dtype).name} {tuple(seg.shape)}")
-    return tuple(q.shape)
+    dt = (np.float32 if on_device(q) else q.dtype) if np.dtype(q.dtype).kind == "f" else np.floating   # device: float32
+    sh = ("B", "T", "H", "hd")
+    dev = check_args(fn, outs, q=(q, sh, dt), k=(k, sh, dt), v=(v, sh, dt), seg=(seg, ("B", "T"), np.integer), **more)
+    return dev, tuple(q.shape)
 
 REF_TILE = 64    # tile of the NumPy reference (rows and keys); any size gives the same result
 
 def flash_attention_forward_ref(q, k, v, seg=None, tile: int = REF_TILE):
     "Tiled online-softmax attention, q, k, v [B,T,H,hd] (causal; block-causal with seg[B,T]) -> (out [B,T,H,hd], lse [B,H,T]), dtype kept."
-    B, T, H, hd = _check_qkv(q, k, v, seg, "flash_attention_forward_ref")
+    _, (B, T, H, hd) = _check_qkv("flash_attention_forward_ref", q, k, v, seg)
     dt, scale = q.dtype, 1 / math.sqrt(hd)
     Q, K, V = (a.transpose(0, 2, 1, 3) for a in (q, k, v))     # [B,H,T,hd] views
     out = np.zeros((B, H, T, hd), dt)
@@ -281,9 +232,8 @@ def flash_attention_forward_ref(q, k, v, seg=None, tile: int = REF_TILE):
 def flash_attention_backward_ref(dout, q, k, v, out, lse, seg=None, tile: int = REF_TILE):
     "Tiled attention backward from out [B,T,H,hd] and lse [B,H,T] of the forward (P recomputed per tile) -> (dq, dk, dv) [B,T,H,hd], dtype kept."
     fn = "flash_attention_backward_ref"
-    B, T, H, hd = _check_qkv(q, k, v, seg, fn)
-    if tuple(dout.shape) != (B, T, H, hd) or tuple(out.shape) != (B, T, H, hd) or tuple(lse.shape) != (B, H, T):
-        raise ValueError(f"{fn}: dout {tuple(dout.shape)} and out {tuple(out.shape)} must be {(B, T, H, hd)}, lse {tuple(lse.shape)} must be {(B, H, T)}")
+    sh = ("B", "T", "H", "hd")
+    _, (B, T, H, hd) = _check_qkv(fn, q, k, v, seg, dout=(dout, sh, q.dtype), out=(out, sh, q.dtype), lse=(lse, ("B", "H", "T"), q.dtype))
     dt, scale = q.dtype, 1 / math.sqrt(hd)
     Q, K, V, O, dO = (a.transpose(0, 2, 1, 3) for a in (q, k, v, out, dout))
     D = (dO * O).sum(-1)                                         # [B,H,T] = rowsum(dP ⊙ P)
@@ -537,67 +487,43 @@ def make_flash_dkdv_kernel(head_dim: int, tile: int = FLASH_TILE):
     return flash_backward_dkdv
 
 # %% ../nbs/21_flash_attention.ipynb #d5e441fd
-_NO_SEG = None
-def _no_seg():
-    "A (1, 1) int32 device array passed as seg when there is none (kernels cannot take None); made once."
-    global _NO_SEG
-    if _NO_SEG is None: _NO_SEG = cuda.to_device(np.zeros((1, 1), np.int32))
-    return _NO_SEG
-
-def _check_sides(dev: bool, fn: str, **arrays):
-    "ValueError if any given array is not on the same side (device or host) as q."
-    for name, a in arrays.items():
-        if a is not None and on_device(a) != dev:
-            raise ValueError(f"{fn}: {name} is a {'NumPy' if dev else 'device'} array but q is a {'device' if dev else 'NumPy'} array")
-
 def flash_attention_forward(q, k, v, seg=None, out=None, lse=None, tile: int | None = None):
     """Fused causal/block-causal attention q, k, v [B,T,H,hd] -> (out [B,T,H,hd], lse [B,H,T]), lse = log-sum-exp of each row's
     scores (MASK_VALUE for rows that see nothing). NumPy -> `flash_attention_forward_ref`; float32 device arrays -> one kernel."""
     fn = "flash_attention_forward"
-    B, T, H, hd = _check_qkv(q, k, v, seg, fn)
-    dev = on_device(q)
-    _check_sides(dev, fn, k=k, v=v, seg=seg)
-    dt = np.float32 if dev else q.dtype
-    if out is not None: _check_out(out, "out", (B, T, H, hd), dt, dev, fn)
-    if lse is not None: _check_out(lse, "lse", (B, H, T), dt, dev, fn)
+    dt = np.float32 if on_device(q) else q.dtype
+    dev, (B, T, H, hd) = _check_qkv(fn, q, k, v, seg, outs=("out", "lse"), out=(out, ("B", "T", "H", "hd"), dt), lse=(lse, ("B", "H", "T"), dt))
     if not dev:
         o, s = flash_attention_forward_ref(q, k, v, seg, **({} if tile is None else dict(tile=tile)))
         if out is not None: out[...] = o; o = out
         if lse is not None: lse[...] = s; s = lse
         return o, s
-    if np.dtype(q.dtype) != np.float32: raise ValueError(f"{fn}: device arrays must be float32, got {q.dtype}")
     tile = _flash_tile(hd, tile, fn)
     if out is None: out = cuda.device_array((B, T, H, hd), np.float32)
     if lse is None: lse = cuda.device_array((B, H, T), np.float32)
     if B * T * H == 0: return out, lse
     make_flash_forward_kernel(hd, tile)[launch((cdiv(T, tile), H, B), tile)](
-        q, k, v, _no_seg() if seg is None else seg, seg is not None, np.float32(1 / math.sqrt(hd)), out, lse)
+        q, k, v, placeholder((1, 1), np.int32) if seg is None else seg, seg is not None, np.float32(1 / math.sqrt(hd)), out, lse)
     return out, lse
 
 def flash_attention_backward(dout, q, k, v, out, lse, seg=None, dq=None, dk=None, dv=None, scratch=None, tile: int | None = None):
     """Gradients (dq, dk, dv) [B,T,H,hd] of fused attention from dout, the inputs, and out [B,T,H,hd] and lse [B,H,T] of
     `flash_attention_forward` with the same seg. Device: two kernels; scratch = float32 (B,H,T) for D = rowsum(dout*out)."""
     fn = "flash_attention_backward"
-    B, T, H, hd = _check_qkv(q, k, v, seg, fn)
-    dev = on_device(q)
-    _check_sides(dev, fn, dout=dout, k=k, v=v, out=out, lse=lse, seg=seg)
-    dt = np.float32 if dev else q.dtype
-    _check_out(dout, "dout", (B, T, H, hd), dt, dev, fn); _check_out(out, "out", (B, T, H, hd), dt, dev, fn)
-    _check_out(lse, "lse", (B, H, T), dt, dev, fn)
-    for name, a in (("dq", dq), ("dk", dk), ("dv", dv)):
-        if a is not None: _check_out(a, name, (B, T, H, hd), dt, dev, fn)
-    if scratch is not None: _check_out(scratch, "scratch", (B, H, T), dt, dev, fn)
+    dt, sh = np.float32 if on_device(q) else q.dtype, ("B", "T", "H", "hd")
+    dev, (B, T, H, hd) = _check_qkv(fn, q, k, v, seg, outs=("dq", "dk", "dv", "scratch"), dout=(dout, sh, dt), out=(out, sh, dt),
+                                    lse=(lse, ("B", "H", "T"), dt), dq=(dq, sh, dt), dk=(dk, sh, dt), dv=(dv, sh, dt),
+                                    scratch=(scratch, ("B", "H", "T"), dt))
     if not dev:
         grads = flash_attention_backward_ref(dout, q, k, v, out, lse, seg, **({} if tile is None else dict(tile=tile)))
         for g, buf in zip(grads, (dq, dk, dv)):
             if buf is not None: buf[...] = g
         return tuple(g if buf is None else buf for g, buf in zip(grads, (dq, dk, dv)))
-    if np.dtype(q.dtype) != np.float32: raise ValueError(f"{fn}: device arrays must be float32, got {q.dtype}")
     tile = _flash_tile(hd, tile, fn)
     dq, dk, dv = (cuda.device_array((B, T, H, hd), np.float32) if a is None else a for a in (dq, dk, dv))
     if scratch is None: scratch = cuda.device_array((B, H, T), np.float32)
     if B * T * H == 0: return dq, dk, dv
-    segd, use_seg, scale = _no_seg() if seg is None else seg, seg is not None, np.float32(1 / math.sqrt(hd))
+    segd, use_seg, scale = placeholder((1, 1), np.int32) if seg is None else seg, seg is not None, np.float32(1 / math.sqrt(hd))
     grid = (cdiv(T, tile), H, B)
     make_flash_dq_kernel(hd, tile)[launch(grid, tile)](dout, q, k, v, out, lse, segd, use_seg, scale, dq, scratch)   # dq, D -> scratch
     make_flash_dkdv_kernel(hd, tile)[launch(grid, tile)](dout, q, k, v, lse, scratch, segd, use_seg, scale, dk, dv)  # dk, dv (reads D)

@@ -13,7 +13,7 @@ from numba import cuda, float32
 __all__ = ['THREADS', 'MAX_BLOCKS', 'COL_BX', 'COL_MAX_BY', 'COL_SLOTS', 'launch', 'grid1d', 'next_pow2', 'grid2d', 'unchecked',
            'check_args', 'gemm_dims', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel', 'swap01_kernel',
            'rows_grid', 'copy', 'add', 'swap01', 'block_sum', 'block_max', 'block_sum_y', 'column_block',
-           'reduction_block', 'Graph', 'stream_handle', 'capture']
+           'reduction_block', 'placeholder', 'Graph', 'stream_handle', 'capture']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
 THREADS = 32 if simulator_enabled() else 256       # threads per block of 1-D (grid-stride) launches
@@ -302,6 +302,12 @@ def reduction_block(fn: str, threads: int | None = None, default: int = THREADS,
     if t < 1 or t > limit or t & (t - 1):
         raise ValueError(f"{fn}: threads per block must be a power of two in [1, {limit}], got {threads}")
     return t
+
+# %% ../nbs/03_kernels.ipynb #224b6dc6
+@functools.lru_cache(maxsize=None)
+def placeholder(shape: tuple, dtype=np.int32):
+    "A zero device array of `shape` and `dtype`, made once: what a launcher passes for an array argument its kernel will not read (kernels cannot take None)."
+    return cuda.to_device(np.zeros(shape, dtype))
 
 # %% ../nbs/03_kernels.ipynb #2d6dec30
 class Graph:

@@ -16,6 +16,7 @@ from .rmsnorm import rmsnorm_forward, rmsnorm_backward
 from .swiglu import swiglu_forward, swiglu_backward
 from .attention import attention_forward, attention_backward
 from .flash_attention import attention_cached, cache_write, flash_attention_forward, flash_attention_backward
+from .flash_tc import flash_tc_forward, flash_tc_backward
 from .loss import cross_entropy
 
 # %% auto #0
@@ -115,7 +116,7 @@ def init_params(cfg: ModelConfig, seed: int = 0) -> np.ndarray:
 # %% ../nbs/12_model.ipynb #da21028f
 INT32_MAX = 2**31 - 1
 
-ATTENTION = ("unfused", "flash")
+ATTENTION = ("unfused", "flash", "flash-tc")   # flash-tc: the bf16 tensor-core kernels (mint.flash_tc)
 
 def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: bool = True,
                      attention: str = "unfused") -> dict[str, tuple[tuple, str]]:
@@ -129,7 +130,7 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
         s.update({f"a.{l}": ((N, d), "f"), f"r1.{l}": ((N,), "f"), f"qkv.{l}": ((3, N, d), "f"),
                   f"o.{l}": ((N, d), "f"), f"h.{l}": ((N, d), "f"), f"b.{l}": ((N, d), "f"), f"r2.{l}": ((N,), "f"),
                   f"gu.{l}": ((2, N, F), "f"), f"m.{l}": ((N, F), "f")})
-        if training: s[f"lse.{l}" if attention == "flash" else f"probs.{l}"] = ((B, H, T) if attention == "flash" else (B, H, T, T), "f")
+        if training: s[f"lse.{l}" if attention != "unfused" else f"probs.{l}"] = ((B, H, T) if attention != "unfused" else (B, H, T, T), "f")
         if cfg.qk_norm: s.update({f"qkn.{l}": ((2, N, d), "f"), f"rqk.{l}": ((2, N * H), "f")})
     s.update({"hf": ((N, d), "f"), "rf": ((N,), "f"), "logits": ((N, V), "f"),
               "qkv_rows": ((N, 3 * d), "f"), "gu_rows": ((N, 2 * F), "f")})   # fused-GEMM outputs / joined gradients
@@ -137,7 +138,7 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
         s.update({"dlogits": ((N, V), "f"), "loss": ((1,), "f"), "ce_scratch": ((N + 1,), "f"),
                   "dx": ((N, d), "f"), "dn": ((N, d), "f"), "dr": ((N, d), "f"), "dh": ((N, d), "f"), "do": ((N, d), "f"),
                   "dm": ((N, F), "f"), "dgu": ((2, N, F), "f"), "dqkv": ((3, N, d), "f"),
-                  "dscores": ((B, H, T) if attention == "flash" else (B, H, T, T), "f")})   # flash: D = rowsum(dO·O)
+                  "dscores": ((B, H, T) if attention != "unfused" else (B, H, T, T), "f")})   # flash: D = rowsum(dO·O)
         if cfg.qk_norm: s["dqk"] = ((2, N, d), "f")
     return s
 
@@ -156,8 +157,21 @@ def check_int32(cfg: ModelConfig, batch_size: int, seq_len: int) -> None:
         raise ValueError(f"buffer {k!r} would hold {big[k]:,} elements, more than 32-bit indexing allows ({INT32_MAX:,}); "
                          f"lower --batch-size ({batch_size}) or --seq-len ({seq_len}), or pick a smaller --preset")
 
+# %% ../nbs/12_model.ipynb #f79cea57
+def _direct_views(A, qkv, gu, cfg: ModelConfig, B: int, T: int, grads: bool = False) -> None:
+    "Without the glue (attention 'flash-tc'): the fused GEMMs' rows [N, 2F] (and [N, 3d] unless QK-norm, whose rows need q, k contiguous) hold gate, up (q, k, v) as strided views, so no swap01 runs. Layer views: this layer's own buffers hold the rows; grads: the step's gu_rows and qkv_rows scratch receive the gradients."
+    N, d, H, hd, F = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.d_ff
+    gu_rows, qkv_rows = (A.gu_rows, A.qkv_rows) if grads else (gu.reshape(N, 2 * F), qkv.reshape(N, 3 * d))
+    g3 = gu_rows.reshape(N, 2, F)
+    if grads: A.dgate, A.dup = g3[:, 0], g3[:, 1]
+    else: A.gu_rows, A.gate, A.up = gu_rows, g3[:, 0], g3[:, 1]
+    if cfg.qk_norm: return
+    r5, r4 = qkv_rows.reshape(B, T, 3, H, hd), qkv_rows.reshape(N, 3, H, hd)
+    if grads: A.dq, A.dk, A.dv, A.dq3, A.dk3 = r5[:, :, 0], r5[:, :, 1], r5[:, :, 2], r4[:, 0], r4[:, 1]
+    else: A.qkv_rows, A.q, A.k, A.v, A.q3, A.k3 = qkv_rows, r5[:, :, 0], r5[:, :, 1], r5[:, :, 2], r4[:, 0], r4[:, 1]
+
 # %% ../nbs/12_model.ipynb #8bf6d0b1
-def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int) -> SimpleNamespace:
+def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int, direct: bool = False) -> SimpleNamespace:
     N, d, H, hd = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim
     qkv, gu = w[f"qkv.{l}"], w[f"gu.{l}"]
     qk = w[f"qkn.{l}"] if cfg.qk_norm else qkv                     # where attention reads q and k (RoPE'd in place)
@@ -170,15 +184,18 @@ def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int) -> SimpleNam
         rqk = w[f"rqk.{l}"]
         A.q_pre, A.k_pre = qkv[0].reshape(N * H, hd), qkv[1].reshape(N * H, hd)
         A.q_rows, A.k_rows, A.rq, A.rk = qk[0].reshape(N * H, hd), qk[1].reshape(N * H, hd), rqk[0], rqk[1]
+    if direct: _direct_views(A, qkv, gu, cfg, B, T)
     return A
 
 def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attention: str) -> SimpleNamespace:
     "Named, shaped views (prefixes of the flat buffers) for a B × T batch."
     w = {k: bufs[k][:math.prod(s)].reshape(s) for k, (s, _) in workspace_shapes(cfg, B, T, training, attention).items()}
     N, d, H, hd, F = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.d_ff
-    v = SimpleNamespace(B=B, T=T, N=N, use_seg=False, flash=attention == "flash", ids=w["ids"], targets=w["targets"], loss_mask=w["loss_mask"],
+    direct = attention == "flash-tc"          # the GEMMs' layouts straight into attention and SwiGLU: no swap01
+    v = SimpleNamespace(B=B, T=T, N=N, use_seg=False, flash=attention != "unfused", tc=direct, direct_gu=direct,
+                        direct_qkv=direct and not cfg.qk_norm, ids=w["ids"], targets=w["targets"], loss_mask=w["loss_mask"],
                         pos=w["pos"], seg=w["seg"], x=[w[f"x.{l}"] for l in range(cfg.n_layers + 1)],
-                        layers=[_layer_views(w, cfg, l, B, T) for l in range(cfg.n_layers)],
+                        layers=[_layer_views(w, cfg, l, B, T, direct) for l in range(cfg.n_layers)],
                         hf=w["hf"], rf=w["rf"], logits=w["logits"], qkv_rows=w["qkv_rows"],
                         qkv_rows3=w["qkv_rows"].reshape(N, 3, d), gu_rows=w["gu_rows"], gu_rows3=w["gu_rows"].reshape(N, 2, F))
     if training:
@@ -192,6 +209,7 @@ def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attenti
         if cfg.qk_norm:
             v.dq_rows, v.dk_rows = dqk[0].reshape(N * H, hd), dqk[1].reshape(N * H, hd)
             v.dq_pre, v.dk_pre = dqkv[0].reshape(N * H, hd), dqkv[1].reshape(N * H, hd)
+        if direct: _direct_views(v, None, None, cfg, B, T, grads=True)
     return v
 
 def _host_upload(name: str, dst, src: np.ndarray) -> None:
@@ -286,8 +304,8 @@ def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: i
     "One pre-norm block (§5.9) on the rows of `v`: `A.x` -> `A.out` = h + FFN(RMSNorm₂(h)), h = x + Attn(RMSNorm₁(x)); with `kv`, attention reads and extends the cache."
     eps = cfg.rms_eps
     rmsnorm_forward(A.x, L.ln1, eps, out=A.a, rstd=A.r1)                       # a = RMSNorm₁(x)            [N,d]
-    linear_forward(A.a, L.qkv_w, L.qkv_b, out=v.qkv_rows)                      # [N,3d] = a·Wqkvᵀ (+ b)
-    swap01(v.qkv_rows3, A.qkv)                                                 # (N,3,d) -> (3,N,d): q | k | v
+    linear_forward(A.a, L.qkv_w, L.qkv_b, out=A.qkv_rows if v.direct_qkv else v.qkv_rows)   # [N,3d] = a·Wqkvᵀ (+ b)
+    if not v.direct_qkv: swap01(v.qkv_rows3, A.qkv)                                # (N,3,d) -> (3,N,d): q | k | v
     if cfg.qk_norm:                                                            # Qwen3: RMSNorm over head_dim
         rmsnorm_forward(A.q_pre, L.q_norm, eps, out=A.q_rows, rstd=A.rq)       # [N·H, hd]
         rmsnorm_forward(A.k_pre, L.k_norm, eps, out=A.k_rows, rstd=A.rk)
@@ -298,14 +316,14 @@ def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: i
         kv.append(layer, A.k, A.v)
         attention_cached(A.q, kv.k[layer], kv.v[layer], kv.start(), out=A.o4)
     elif v.flash:                                                              # o [B,T,H,hd], lse [B,H,T]
-        flash_attention_forward(A.q, A.k, A.v, seg, out=A.o4, lse=A.lse)
+        (flash_tc_forward if v.tc else flash_attention_forward)(A.q, A.k, A.v, seg, out=A.o4, lse=A.lse)
     else:                                                                      # o [B,T,H,hd], probs [B,H,T,T]
         attention_forward(A.q, A.k, A.v, seg, out=A.o4, probs=A.probs)
     linear_forward(A.o, L.o_w, L.o_b, out=A.h)                                 # h = x + o·Woᵀ (+ b)
     add(A.h, A.x, A.h)
     rmsnorm_forward(A.h, L.ln2, eps, out=A.b, rstd=A.r2)                       # b = RMSNorm₂(h)
-    linear_forward(A.b, L.gu_w, L.gu_b, out=v.gu_rows)                         # [N,2F] = b·Wguᵀ (+ b)
-    swap01(v.gu_rows3, A.gu)                                                   # (2,N,F): gate | up
+    linear_forward(A.b, L.gu_w, L.gu_b, out=A.gu_rows if v.direct_gu else v.gu_rows)      # [N,2F] = b·Wguᵀ (+ b)
+    if not v.direct_gu: swap01(v.gu_rows3, A.gu)                                  # (2,N,F): gate | up
     swiglu_forward(A.gate, A.up, out=A.m)                                      # m = swish(gate)·up  [N,F]
     linear_forward(A.m, L.down_w, L.down_b, out=A.out)                         # x' = h + m·Wdᵀ (+ b)
     add(A.out, A.h, A.out)
@@ -331,13 +349,13 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig) -> None:
     "Backward of one block: `v.dx` holds dL/dx' on entry and dL/dx on return; the layer's parameter gradients go into `GL`."
     linear_backward(v.dx, A.m, L.down_w, dx=v.dm, dw=GL.down_w, db=GL.down_b, has_bias=cfg.mlp_bias)
     swiglu_backward(v.dm, A.gate, A.up, dgate=v.dgate, dup=v.dup)              # (2,N,F)
-    swap01(v.dgu, v.gu_rows3)                                                  # -> [N,2F]
+    if not v.direct_gu: swap01(v.dgu, v.gu_rows3)                                 # -> [N,2F]
     linear_backward(v.gu_rows, A.b, L.gu_w, dx=v.dn, dw=GL.gu_w, db=GL.gu_b, has_bias=cfg.mlp_bias)
     rmsnorm_backward(v.dn, A.h, L.ln2, A.r2, dx=v.dr, dg=GL.ln2)
     add(v.dx, v.dr, v.dh)                                                      # dh = dx + J_FFNᵀ dx (copy, don't split)
     linear_backward(v.dh, A.o, L.o_w, dx=v.do, dw=GL.o_w, db=GL.o_b, has_bias=cfg.attention_bias)
     if v.flash:                                                                # recompute P tile by tile from lse
-        flash_attention_backward(v.do4, A.q, A.k, A.v, A.o4, A.lse, v.seg if v.use_seg else None,
+        (flash_tc_backward if v.tc else flash_attention_backward)(v.do4, A.q, A.k, A.v, A.o4, A.lse, v.seg if v.use_seg else None,
                                  dq=v.dq, dk=v.dk, dv=v.dv, scratch=v.dscores)
     else:
         attention_backward(v.do4, A.q, A.k, A.v, A.probs, dq=v.dq, dk=v.dk, dv=v.dv, dscores=v.dscores)
@@ -346,7 +364,7 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig) -> None:
     if cfg.qk_norm:
         rmsnorm_backward(v.dq_rows, A.q_pre, L.q_norm, A.rq, dx=v.dq_pre, dg=GL.q_norm)
         rmsnorm_backward(v.dk_rows, A.k_pre, L.k_norm, A.rk, dx=v.dk_pre, dg=GL.k_norm)
-    swap01(v.dqkv, v.qkv_rows3)                                                # (3,N,d) -> [N,3d]
+    if not v.direct_qkv: swap01(v.dqkv, v.qkv_rows3)                           # (3,N,d) -> [N,3d]
     linear_backward(v.qkv_rows, A.a, L.qkv_w, dx=v.dn, dw=GL.qkv_w, db=GL.qkv_b, has_bias=cfg.attention_bias)
     rmsnorm_backward(v.dn, A.x, L.ln1, A.r1, dx=v.dr, dg=GL.ln1)
     add(v.dh, v.dr, v.dx)                                                      # dx for the layer below
