@@ -14,12 +14,12 @@ from .matmul import _gemm_dims, _dummy_bias, make_gemm_kernel
 # %% auto #0
 __all__ = ['LADDER_SHAPES', 'SHARED_BYTES_MAX', 'GPU_CONFIGS', 'SIM_CONFIGS', 'TRANS_MODES', 'REDUCE_THREADS',
            'REDUCE_MAX_BLOCKS', 'V5_TILES', 'V5_TILE_SPEED', 'V5_TILES_SIM', 'V5_TILE_SPEED_SIM', 'SPLITS',
-           'REDUCE_BYTES_PER_S', 'LAUNCH_GAP_S', 'GEMM_PROVIDERS', 'CUBLAS_WORKSPACE', 'OP_N', 'OP_T', 'R_32F',
-           'COMPUTE_32F', 'COMPUTE_32F_FAST_TF32', 'GEMM_DEFAULT', 'gemm_problem', 'GemmConfig', 'model_shapes',
-           'gemm_v1_kernel', 'made_kernels', 'make_gemm_v3', 'default_config', 'gemm_version', 'check_version',
-           'make_gemm_v4', 'splitk_reduce_kernel', 'v5_cost', 'pick_config', 'launch_gemm', 'bias_rows_kernel',
-           'cublas_gemm', 'set_gemm_provider', 'get_gemm_provider', 'gemm_provider', 'time_device', 'kernel_resources',
-           'bench_problem', 'gemm_bench', 'ladder_choices', 'ladder_demo']
+           'REDUCE_BYTES_PER_S', 'LAUNCH_GAP_S', 'GEMM_PROVIDERS', 'BF16_PROVIDERS', 'CUBLAS_WORKSPACE', 'OP_N', 'OP_T',
+           'R_32F', 'COMPUTE_32F', 'COMPUTE_32F_FAST_TF32', 'GEMM_DEFAULT', 'gemm_problem', 'GemmConfig',
+           'model_shapes', 'gemm_v1_kernel', 'made_kernels', 'make_gemm_v3', 'default_config', 'gemm_version',
+           'check_version', 'make_gemm_v4', 'splitk_reduce_kernel', 'v5_cost', 'pick_config', 'launch_gemm',
+           'bias_rows_kernel', 'cublas_gemm', 'set_gemm_provider', 'get_gemm_provider', 'gemm_provider', 'time_device',
+           'kernel_resources', 'bench_problem', 'gemm_bench', 'ladder_choices', 'ladder_demo']
 
 # %% ../nbs/20_gemm_ladder.ipynb #f92eed1e
 def gemm_problem(M: int, N: int, K: int, trans_a: bool = False, trans_b: bool = False, bias: bool = False, seed: int = 0):
@@ -518,9 +518,13 @@ _RUNNERS[5] = _run_v5
 # %% ../nbs/20_gemm_ladder.ipynb #4617afa7
 GEMM_PROVIDERS = ("mint", "cublas", "cublas-tf32")
 _provider = "mint"
+BF16_PROVIDERS: tuple = ()     # providers that multiply bf16 (uint16) operands themselves; the others get the fallback
 
 def launch_gemm(a, b, out, bias, trans_a: bool, trans_b: bool):
-    "C = op(a)·op(b) (+ bias) on float32 device arrays with the current GEMM provider; allocates `out` when None; returns it."
+    "C = op(a)·op(b) (+ bias) on float32 device arrays with the current GEMM provider; allocates `out` when None; returns it. bf16 operands (uint16 bits, float32 `out`): a bf16 provider, else widened exactly into float32 scratch for the provider's FP32 GEMM (`mint.precision`)."
+    if np.dtype(a.dtype) == np.uint16 and _provider not in BF16_PROVIDERS:
+        from mint.precision import widen_operands   # the fallback: exact bf16 -> float32 copies
+        a, b = widen_operands(a, b)
     M, K, N = _gemm_dims(a, b, trans_a, trans_b)
     if out is a or out is b: raise ValueError("out must not be an input: blocks would overwrite tiles that others still read")
     if out is None: out = cuda.device_array((M, N), dtype=np.float32)

@@ -43,7 +43,7 @@ def oom_hint(cfg: ModelConfig, batch_size: int, seq_len: int):
 INPUTS = {"ids": np.int32, "targets": np.int32, "loss_mask": np.float32, "pos": np.int32, "seg": np.int32}
 
 def device_workspace(cfg: ModelConfig, batch_size: int, seq_len: int, training: bool = True, alloc=None,
-                     attention: str = "unfused") -> Workspace:
+                     attention: str = "unfused", precision: str = "fp32", recompute: bool = False) -> Workspace:
     "A `mint.model.Workspace` of float32 device arrays whose inputs are uploaded through pinned host buffers; `alloc(n, dtype)` defaults to `cuda.device_array`."
     alloc = alloc or (lambda n, dtype: cuda.device_array(n, dtype=dtype))
     N = batch_size * seq_len
@@ -53,7 +53,8 @@ def device_workspace(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
             s = stage[name][:dst.size].reshape(dst.shape)
             np.copyto(s, src.reshape(dst.shape), casting="same_kind")
             dst.copy_to_device(s)
-        return Workspace(cfg, batch_size, seq_len, np.float32, training, alloc=alloc, upload=upload, attention=attention)
+        return Workspace(cfg, batch_size, seq_len, np.float32, training, alloc=alloc, upload=upload, attention=attention,
+                         precision=precision, recompute=recompute)
 
 # %% ../nbs/23_gpu_train.ipynb #e50dd625
 @cuda.jit
@@ -98,8 +99,8 @@ class GpuEngine(Engine):
             self.loss_host = cuda.pinned_array(1, dtype=np.float32)
             self.counts = {k: [] for k in ("alloc", "h2d", "d2h", "d2d", "launches")}
             self._warm_up(B, T)
-    def workspace(self, cfg, B, T, attention):   # "auto": the fused kernels (faster on an H200: bench/results/h200_2026-12-01)
-        return device_workspace(cfg, B, T, attention="flash" if attention == "auto" else attention)
+    def workspace(self, cfg, B, T, attention, precision="fp32", recompute=False):   # "auto": the fused kernels (faster on an H200: bench/results/h200_2026-12-01)
+        return device_workspace(cfg, B, T, attention="flash" if attention == "auto" else attention, precision=precision, recompute=recompute)
     def buffer(self, a: np.ndarray): return cuda.to_device(a)
     def _warm_up(self, B: int, T: int):
         """Compile every kernel and let the launchers create their one-time constants (RoPE frequencies, placeholder

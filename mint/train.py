@@ -12,6 +12,7 @@ from tqdm.auto import tqdm
 from .core import ModelConfig, figure_png, show_figures_in_ipython
 from .vocab import Vocab
 from .model import Workspace, ATTENTION, loss_forward, backward, n_params, views, workspace_bytes
+from .precision import PRECISIONS
 from .optim import AdamConfig, adam_step, grad_sumsq, lr_at, warmup_steps
 from .checkpoint import (save_checkpoint, atomic_write, write_unit, read_info, read_unit, config_and_vocab,
                              checkpoint_meta, checkpoint_bytes, check_disk_space, RunLock, CheckpointError, STATE_NAME,
@@ -43,8 +44,11 @@ class TrainConfig:
     finetune: bool = False
     attention: str = "auto"             # "unfused" (probabilities kept), "flash" (fused kernels, log-sum-exp kept), or
                                         # "auto": unfused on the CPU (NumPy), flash on a GPU (measured faster there)
+    precision: str = "fp32"             # "bf16": bf16 GEMM operands, fp32 accumulate, masters and the rest fp32 (mint.precision)
+    recompute: bool = False             # keep one block input per layer, recompute the block in the backward (less memory)
     def __post_init__(self):
         if self.attention not in ("auto", *ATTENTION): raise ValueError(f"TrainConfig.attention must be auto or one of {ATTENTION}, got {self.attention!r}")
+        if self.precision not in PRECISIONS: raise ValueError(f"TrainConfig.precision must be one of {PRECISIONS}, got {self.precision!r}")
         for k in ("steps", "batch_size", "eval_every", "eval_batches"):
             v = getattr(self, k)
             if v is not None and int(v) <= 0: raise ValueError(f"TrainConfig.{k} must be > 0, got {v}")
@@ -116,7 +120,7 @@ class Engine:
             raise ValueError(f"params must be float32 of shape ({n_params(cfg)},), got {params.dtype} {params.shape}")
         self.params, self.cfg = params, cfg
         self.acfg = AdamConfig(lr=tcfg.base_lr, weight_decay=tcfg.weight_decay, max_grad_norm=tcfg.max_grad_norm)
-        self.ws = self.workspace(cfg, tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len, tcfg.attention)
+        self.ws = self.workspace(cfg, tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len, tcfg.attention, tcfg.precision, tcfg.recompute)
         self.p = self.buffer(params)                                  # weights, then gradients and Adam's m, v
         self.g, self.m, self.v = (self.buffer(np.zeros_like(params)) for _ in range(3))
         self.W, self.G = views(self.p, cfg), views(self.g, cfg)
@@ -167,7 +171,8 @@ class CpuEngine(Engine):
     def __init__(self, params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig):
         check_memory(cfg, tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len)
         super().__init__(params, cfg, tcfg)
-    def workspace(self, cfg, B, T, attention): return Workspace(cfg, B, T, attention="unfused" if attention == "auto" else attention)
+    def workspace(self, cfg, B, T, attention, precision="fp32", recompute=False):
+        return Workspace(cfg, B, T, attention="unfused" if attention == "auto" else attention, precision=precision, recompute=recompute)
     def buffer(self, a: np.ndarray) -> np.ndarray: return a
     def to_host(self, b) -> np.ndarray: return b
     def from_host(self, b, a: np.ndarray): np.copyto(b, a)
