@@ -55,14 +55,14 @@ class MintSide:
         if gemm not in GEMM_PROVIDERS: raise LookupError(f"GEMM provider {gemm!r} is not in this checkout ({', '.join(GEMM_PROVIDERS)})")
         self.unit = "bf16" if precision == "bf16" and gemm in BF16_PROVIDERS else UNIT.get(gemm, "fp32")
         how = "" if precision == "fp32" or gemm in BF16_PROVIDERS else " (widened)"
-        self.name = f"Mint {precision}, GEMM {gemm}{how}" + (", recompute" if recompute else "")
+        self.name = (f"Mint {precision}, GEMM {gemm}{how}" if device == "cuda" else f"Mint {precision} (NumPy{' emulation' if precision == 'bf16' else ''})") + (", recompute" if recompute else "")
         self.precision, self.device = precision, device
         tcfg = TrainConfig(batch_size=B, seq_len=T, lr=LR, max_grad_norm=MAX_NORM, precision=precision, recompute=recompute,
                            attention="flash" if device == "cuda" else "unfused")
         self.t = 0
         if device == "cpu":
-            self.engine, self.gemm, self.peak_bytes = CpuEngine(params.copy(), cfg, tcfg), None, None
-            self.peak_bytes = self.engine.ws.nbytes + 16 * params.size
+            self.engine, self.gemm = CpuEngine(params.copy(), cfg, tcfg), None
+            self.peak_bytes = self.engine.ws.nbytes + 16 * params.size      # workspace + weights, gradients, m, v
             return
         from numba import cuda
         from mint.gpu_train import GpuEngine

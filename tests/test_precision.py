@@ -88,3 +88,13 @@ def test_config_and_cli_name_the_switches(capsys):
     from mint.cli import build_parser
     help_text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
     assert "--precision {fp32,bf16}" in help_text and "--recompute" in help_text and "bit-identical" in help_text
+
+
+def test_mint_train_bf16_recompute_from_the_cli(tmp_path):
+    from safetensors.numpy import load_file
+    from mint.cli import main
+    out = tmp_path / "run"
+    code = main(["train", "--preset", "tiny", "--steps", "3", "--batch-size", "2", "--eval-every", "3", "--max", "300",
+                 "--precision", "bf16", "--recompute", "--out", str(out), "--no-progress"])
+    assert code == 0
+    assert {str(t.dtype) for t in load_file(out / "best.safetensors").values()} == {"float32"}    # checkpoints stay fp32
