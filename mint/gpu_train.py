@@ -29,13 +29,13 @@ def _is_oom(e: BaseException) -> bool:
     return isinstance(e, MemoryError) or "OUT_OF_MEMORY" in repr(e).upper() or "OUT OF MEMORY" in str(e).upper()
 
 @contextmanager
-def oom_hint(cfg: ModelConfig, batch_size: int, seq_len: int):
+def oom_hint(cfg: ModelConfig, batch_size: int, seq_len: int, precision: str = "fp32", recompute: bool = False):
     "Turn a device out-of-memory error inside the block into a `GpuMemoryError` naming --batch-size, --seq-len and --preset."
     try:
         yield
     except Exception as e:
         if not _is_oom(e): raise
-        need = workspace_bytes(cfg, batch_size, seq_len) + 4 * 4 * n_params(cfg)
+        need = workspace_bytes(cfg, batch_size, seq_len, precision=precision, recompute=recompute) + 4 * 4 * n_params(cfg)
         raise GpuMemoryError(f"out of GPU memory: training needs about {need / 2**30:.2f} GiB for batch {batch_size} × "
                              f"seq_len {seq_len} ({n_params(cfg):,} parameters); lower --batch-size or --seq-len, or pick "
                              f"a smaller --preset ({type(e).__name__}: {e})") from e
@@ -47,7 +47,7 @@ def device_workspace(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
     "A `mint.model.Workspace` of float32 device arrays whose inputs are uploaded through pinned host buffers; `alloc(n, dtype)` defaults to `cuda.device_array`."
     alloc = alloc or (lambda n, dtype: cuda.device_array(n, dtype=dtype))
     N = batch_size * seq_len
-    with oom_hint(cfg, batch_size, seq_len):
+    with oom_hint(cfg, batch_size, seq_len, precision, recompute):
         stage = {k: cuda.pinned_array(N, dtype=t) for k, t in INPUTS.items()}
         def upload(name, dst, src):
             s = stage[name][:dst.size].reshape(dst.shape)
@@ -91,7 +91,7 @@ class GpuEngine(Engine):
     def __init__(self, params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, graphs: bool = True):
         B, T = tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len
         self.graphs, self._graphs = graphs, {}
-        with quiet_occupancy_warnings(), oom_hint(cfg, B, T):
+        with quiet_occupancy_warnings(), oom_hint(cfg, B, T, tcfg.precision, tcfg.recompute):
             super().__init__(params, cfg, tcfg)
             self.sumsq = cuda.device_array(1, np.float64)       # Σ g², written by grad_sumsq, read by adam_step
             self.rejected = cuda.to_device(np.zeros(1, np.int64))   # Adam's count of refused updates

@@ -97,13 +97,14 @@ def available_memory() -> int | None:
     try: return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError): return None
 
-def training_bytes(cfg: ModelConfig, batch_size: int, seq_len: int) -> int:
-    "Host memory of a CPU run: the workspace plus four parameter-sized float32 buffers (weights, gradients, Adam's m and v)."
-    return workspace_bytes(cfg, batch_size, seq_len) + 4 * 4 * n_params(cfg)
+def training_bytes(cfg: ModelConfig, batch_size: int, seq_len: int, precision: str = "fp32", recompute: bool = False) -> int:
+    "Host memory of a CPU run: the workspace (of this precision, with or without recomputation) plus four parameter-sized float32 buffers (weights, gradients, Adam's m and v)."
+    return workspace_bytes(cfg, batch_size, seq_len, precision=precision, recompute=recompute) + 4 * 4 * n_params(cfg)
 
-def check_memory(cfg: ModelConfig, batch_size: int, seq_len: int, available: int | None = None):
+def check_memory(cfg: ModelConfig, batch_size: int, seq_len: int, available: int | None = None, precision: str = "fp32",
+                 recompute: bool = False):
     "`MemoryError` naming --batch-size, --seq-len and --preset if a CPU run of this shape needs more memory than is available."
-    need, avail = training_bytes(cfg, batch_size, seq_len), available if available is not None else available_memory()
+    need, avail = training_bytes(cfg, batch_size, seq_len, precision, recompute), available if available is not None else available_memory()
     if avail is not None and need > avail:
         raise MemoryError(f"training needs about {need / 2**30:,.2f} GiB of memory for batch {batch_size} × seq_len {seq_len} "
                           f"({n_params(cfg):,} parameters), but {avail / 2**30:,.2f} GiB is available: lower --batch-size "
@@ -169,7 +170,7 @@ class Engine:
 class CpuEngine(Engine):
     "The NumPy path: `params` (flat float32) is trained in place; gradients, Adam moments and the workspace are host arrays."
     def __init__(self, params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig):
-        check_memory(cfg, tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len)
+        check_memory(cfg, tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len, precision=tcfg.precision, recompute=tcfg.recompute)
         super().__init__(params, cfg, tcfg)
     def workspace(self, cfg, B, T, attention, precision="fp32", recompute=False):
         return Workspace(cfg, B, T, attention="unfused" if attention == "auto" else attention, precision=precision, recompute=recompute)

@@ -98,3 +98,13 @@ def test_mint_train_bf16_recompute_from_the_cli(tmp_path):
                  "--precision", "bf16", "--recompute", "--out", str(out), "--no-progress"])
     assert code == 0
     assert {str(t.dtype) for t in load_file(out / "best.safetensors").values()} == {"float32"}    # checkpoints stay fp32
+
+
+def test_memory_check_counts_recompute():
+    from mint.train import training_bytes, check_memory
+    cfg = ModelConfig(vocab_size=4130, d_model=768, n_heads=12, n_layers=12, max_seq_len=512)
+    full, rc = training_bytes(cfg, 32, 512), training_bytes(cfg, 32, 512, recompute=True)
+    assert rc < full / 2
+    check_memory(cfg, 32, 512, available=(full + rc) // 2, recompute=True)          # fits only with --recompute
+    with pytest.raises(MemoryError, match="lower --batch-size"):
+        check_memory(cfg, 32, 512, available=(full + rc) // 2)
