@@ -4,6 +4,8 @@
 #   N: chapters 25 (mixed precision) and 27 (recomputation) executed on the GPU (their #| gpu cells' outputs stored):
 #      bf16 on the device = the CPU emulation, the recompute bit-identity on the device, d1024 memory with --recompute
 #   S: a first bench/bench_scale.py table (few steps; Mint TF32 and bf16 against PyTorch bf16 + compile and TF32)
+#   F: the full bench/bench_scale.py table (every config and path; about 10 minutes: use timeout_s 600)
+#   Q: bench/bf16_quality.py, medium and large, 2,000 steps (Mint fp32/bf16, PyTorch fp32/bf16 autocast; ~5 minutes)
 set -u
 PART=${1:-N}
 OUT=${OUT:-/tmp/mint-gpu-out}; mkdir -p "$OUT"
@@ -25,4 +27,10 @@ fi
 if [ "$PART" = S ]; then
   timeout 140 python3 bench/bench_scale.py --configs d768 d1024 medium large d512 --mint tf32 bf16 --bf16-gemm cublas-bf16 tc cublas-tf32 \
     --torch bf16 tf32 --steps 5 --rounds 2 --budget-s 105 --out "$OUT" 2>&1 | tee "$OUT/bench_scale.log"
+fi
+if [ "$PART" = F ]; then
+  timeout 590 python3 bench/bench_scale.py --out "$OUT" 2>&1 | tee "$OUT/bench_scale_full.log"
+fi
+if [ "$PART" = Q ]; then
+  timeout 590 python3 bench/bf16_quality.py --device cuda --out "$OUT" 2>&1 | tee "$OUT/bf16_quality.log"
 fi
