@@ -111,15 +111,18 @@ def linear_backward_bf16(dy, dy16, x16, w16, dx=None, dw=None, db=None, has_bias
     return dx, dw, bias_grad(dy, out=db) if has_bias else None
 
 _WIDE: dict = {}
+_OUTGROWN: list = []
 
 def widen_operands(a, b):
     "The GEMM fallback: float32 copies of bf16 device operands `a`, `b` (exact) in two scratch buffers, one per operand, grown to the largest seen (the training engine's warm-up step sees the largest, so CUDA-graph capture allocates nothing)."
     outs = []
     for slot, x in enumerate((a, b)):
-        if slot not in _WIDE or _WIDE[slot].size < x.size: _WIDE[slot] = cuda.device_array(x.size, np.float32)
+        if slot not in _WIDE or _WIDE[slot].size < x.size:
+            if slot in _WIDE: _OUTGROWN.append(_WIDE[slot])   # kept: a CUDA graph recorded earlier may still write it
+            _WIDE[slot] = cuda.device_array(x.size, np.float32)
         outs.append(from_bf16(x, out=_WIDE[slot][:x.size].reshape(x.shape)))
     return outs
 
 def clear_scratch() -> None:
-    "Free the fallback's scratch buffers (`widen_operands`)."
-    _WIDE.clear()
+    "Free the fallback's scratch buffers (`widen_operands`); graphs recorded with them must not be replayed after this."
+    _WIDE.clear(); _OUTGROWN.clear()

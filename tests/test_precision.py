@@ -108,3 +108,18 @@ def test_memory_check_counts_recompute():
     check_memory(cfg, 32, 512, available=(full + rc) // 2, recompute=True)          # fits only with --recompute
     with pytest.raises(MemoryError, match="lower --batch-size"):
         check_memory(cfg, 32, 512, available=(full + rc) // 2)
+
+
+def test_bench_scale_runs_on_the_cpu(tmp_path):
+    pytest.importorskip("torch")
+    import json, os, subprocess, sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    r = subprocess.run([sys.executable, str(root / "bench" / "bench_scale.py"), "--device", "cpu", "--configs", "tiny",
+                        "--steps", "1", "--rounds", "1", "--out", str(tmp_path)], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    (path,) = tmp_path.glob("scale_cpu_*.json")
+    res = json.loads(path.read_text())["runs"][0]["results"]
+    assert set(res) == {"mint fp32", "mint bf16", "torch fp32"} and all(v["loss_check"] for v in res.values())
+    assert "| tiny |" in r.stdout and "Mint bf16 (NumPy emulation)" in r.stdout
