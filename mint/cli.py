@@ -119,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", default=None, help="run folder for checkpoints (default: RUNS/peoples_daily or RUNS/<data>; RUNS = $MINT_HOME/runs, else runs/ of the Mint clone you are in, else ~/.mint/runs)")
     t.add_argument("--resume", default=None, metavar="RUN", help="continue the run in folder RUN where it stopped (its data and settings; --steps, --time-limit, --eval-every, --device, --gemm may change, and --gpus/--ranks/--grad-accum, since the global batch stays the same)")
     t.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto (default) uses a real GPU if present")
+    t.add_argument("--precision", default=D.precision, choices=["fp32", "bf16"], help="bf16: matrix products take bf16 operands with fp32 accumulation; master weights, gradients, Adam moments, norms, softmax and the loss stay fp32, checkpoints fp32 (chapter 25). Saves memory (the stored GEMM inputs are half size); fast on a GPU with a bf16 --gemm provider, while fp32 providers first widen the operands (slower than fp32); on the CPU an exact emulation, slower than fp32 (default fp32)")
+    t.add_argument("--recompute", action="store_true", help="keep one input per block and recompute the block in the backward: the activations of one layer instead of all (gradients bit-identical), for about one more forward pass per step (chapter 27)")
     t.add_argument("--gemm", default="mint", choices=["mint", "cublas", "cublas-tf32", "cublas-bf16", "tc"], help="GPU matrix products: mint (default, v5, the hand-written FP32 kernel of chapter 20); cuBLAS in FP32, TF32 or bf16 (tensor cores; float32 operands rounded to bf16 inside cuBLAS; needs mint[cublas12] or mint[cublas13]); tc: Mint's own bf16 tensor-core kernel v7 (chapter 24; float32 operands rounded to bf16, fp32 accumulation: 3-5x v5, about a quarter of cuBLAS bf16 on an H200)")
     par = t.add_mutually_exclusive_group()
     par.add_argument("--gpus", type=_positive(int), default=None, help="data parallel on N GPUs of this host, one process each (NCCL); --batch-size stays the global batch")
@@ -247,7 +249,7 @@ def _train(a):
     device = "cuda" if a.gpus else a.device
     tcfg = TrainConfig(steps=a.steps, batch_size=a.batch_size, seq_len=a.seq_len, lr=a.lr, warmup=a.warmup,
                        weight_decay=a.weight_decay, max_grad_norm=a.clip, eval_every=a.eval_every, seed=a.seed,
-                       time_limit=time_limit, finetune=bool(a.init))
+                       time_limit=time_limit, finetune=bool(a.init), precision=a.precision, recompute=a.recompute)
     return _outcome(train_corpus(a.data, preset_name, tcfg, a.out, init=a.init, max_samples=a.max_samples, device=device,
                                  root=a.root, progress=not a.no_progress, overwrite=a.overwrite,
                                  ranks=a.gpus or a.ranks or 1, grad_accum=a.grad_accum,

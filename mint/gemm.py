@@ -15,12 +15,12 @@ from .tensor_cores import tc_gemm
 # %% auto #0
 __all__ = ['LADDER_SHAPES', 'SHARED_BYTES_MAX', 'KERNELS_MADE', 'GPU_CONFIGS', 'SIM_CONFIGS', 'TRANS_MODES', 'REDUCE_THREADS',
            'REDUCE_MAX_BLOCKS', 'V5_TILES', 'V5_TILE_SPEED', 'V5_TILES_SIM', 'V5_TILE_SPEED_SIM', 'SPLITS',
-           'REDUCE_BYTES_PER_S', 'LAUNCH_GAP_S', 'GEMM_PROVIDERS', 'gemm_problem', 'GemmConfig', 'model_shapes',
-           'gemm_v1_kernel', 'bias_arg', 'tile_functions', 'made_kernels', 'shared_align', 'jit_options',
-           'make_gemm_v3', 'default_config', 'register_rung', 'gemm_version', 'check_version', 'make_gemm_v4',
-           'splitk_reduce_kernel', 'v5_cost', 'pick_config', 'run_v5', 'launch_gemm', 'set_gemm_provider',
-           'get_gemm_provider', 'gemm_provider', 'time_device', 'kernel_resources', 'bench_problem', 'gemm_bench',
-           'ladder_choices', 'ladder_demo']
+           'REDUCE_BYTES_PER_S', 'LAUNCH_GAP_S', 'GEMM_PROVIDERS', 'BF16_PROVIDERS', 'gemm_problem', 'GemmConfig',
+           'model_shapes', 'gemm_v1_kernel', 'bias_arg', 'tile_functions', 'made_kernels', 'shared_align',
+           'jit_options', 'make_gemm_v3', 'default_config', 'register_rung', 'gemm_version', 'check_version',
+           'make_gemm_v4', 'splitk_reduce_kernel', 'v5_cost', 'pick_config', 'run_v5', 'launch_gemm',
+           'set_gemm_provider', 'get_gemm_provider', 'gemm_provider', 'time_device', 'kernel_resources',
+           'bench_problem', 'gemm_bench', 'ladder_choices', 'ladder_demo']
 
 # %% ../nbs/20_gemm_ladder.ipynb #f92eed1e
 def gemm_problem(M: int, N: int, K: int, trans_a: bool = False, trans_b: bool = False, bias: bool = False, seed: int = 0):
@@ -524,9 +524,13 @@ _RUNNERS[5] = run_v5
 # %% ../nbs/20_gemm_ladder.ipynb #4617afa7
 GEMM_PROVIDERS = ("mint", "cublas", "cublas-tf32", "cublas-bf16", "tc")
 _provider = "mint"
+BF16_PROVIDERS: tuple = ("cublas-bf16", "tc")     # providers that multiply bf16 (uint16) operands themselves; the others get the fallback
 
 def launch_gemm(a, b, out, bias, trans_a: bool, trans_b: bool):
     "C = op(a)·op(b) (+ bias) on device arrays with the current GEMM provider: a, b float32 or bf16 (uint16), C float32; allocates `out` when None; returns it."
+    if np.dtype(a.dtype) == np.uint16 and _provider not in BF16_PROVIDERS:
+        from mint.precision import widen_operands   # the fallback: exact bf16 -> float32 copies
+        a, b = widen_operands(a, b)
     M, K, N = gemm_dims(a, b, trans_a, trans_b, "gemm", dtypes=(np.float32, np.uint16))
     if out is a or out is b: raise ValueError("out must not be an input: blocks would overwrite tiles that others still read")
     if out is None: out = cuda.device_array((M, N), dtype=np.float32)
@@ -534,8 +538,6 @@ def launch_gemm(a, b, out, bias, trans_a: bool, trans_b: bool):
     if bias is not None and tuple(bias.shape) != (N,): raise ValueError(f"bias has shape {tuple(bias.shape)}, expected ({N},)")
     if _provider == "tc": tc_gemm(a, b, out, bias, trans_a, trans_b)                   # v7 (chapter 24)
     elif _provider != "mint": cublas_gemm(a, b, out, bias, trans_a, trans_b, mode=_provider.partition("-")[2] or "fp32")
-    elif np.dtype(a.dtype) == np.uint16:
-        raise ValueError("gemm: bf16 (uint16) operands need GEMM provider 'tc' or 'cublas-bf16'; v5 multiplies float32")
     else: run_v5(a, b, out, bias, trans_a, trans_b)
     return out
 

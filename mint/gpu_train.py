@@ -29,13 +29,13 @@ def _is_oom(e: BaseException) -> bool:
     return isinstance(e, MemoryError) or "OUT_OF_MEMORY" in repr(e).upper() or "OUT OF MEMORY" in str(e).upper()
 
 @contextmanager
-def oom_hint(cfg: ModelConfig, batch_size: int, seq_len: int):
+def oom_hint(cfg: ModelConfig, batch_size: int, seq_len: int, precision: str = "fp32", recompute: bool = False):
     "Turn a device out-of-memory error inside the block into a `GpuMemoryError` naming --batch-size, --seq-len and --preset."
     try:
         yield
     except Exception as e:
         if not _is_oom(e): raise
-        need = workspace_bytes(cfg, batch_size, seq_len) + 4 * 4 * n_params(cfg)
+        need = workspace_bytes(cfg, batch_size, seq_len, precision=precision, recompute=recompute) + 4 * 4 * n_params(cfg)
         try: free, total = cuda.current_context().get_memory_info()
         except Exception: free = total = None
         if total is not None and not 0 < total < float("inf"): free = total = None   # the simulator knows no memory
@@ -55,17 +55,18 @@ def mem_text(n) -> str:
 INPUTS = {"ids": np.int32, "targets": np.int32, "loss_mask": np.float32, "pos": np.int32, "seg": np.int32}
 
 def device_workspace(cfg: ModelConfig, batch_size: int, seq_len: int, training: bool = True, alloc=None,
-                     attention: str = "unfused") -> Workspace:
+                     attention: str = "unfused", precision: str = "fp32", recompute: bool = False) -> Workspace:
     "A `mint.model.Workspace` of float32 device arrays whose inputs are uploaded through pinned host buffers; `alloc(n, dtype)` defaults to `cuda.device_array`."
     alloc = alloc or (lambda n, dtype: cuda.device_array(n, dtype=dtype))
     N = batch_size * seq_len
-    with oom_hint(cfg, batch_size, seq_len):
+    with oom_hint(cfg, batch_size, seq_len, precision, recompute):
         stage = {k: cuda.pinned_array(N, dtype=t) for k, t in INPUTS.items()}
         def upload(name, dst, src):
             s = stage[name][:dst.size].reshape(dst.shape)
             np.copyto(s, src.reshape(dst.shape), casting="same_kind")
             dst.copy_to_device(s)
-        return Workspace(cfg, batch_size, seq_len, np.float32, training, alloc=alloc, upload=upload, attention=attention)
+        return Workspace(cfg, batch_size, seq_len, np.float32, training, alloc=alloc, upload=upload, attention=attention,
+                         precision=precision, recompute=recompute)
 
 # %% ../nbs/23_gpu_train.ipynb #e50dd625
 @cuda.jit
@@ -102,7 +103,7 @@ class GpuEngine(Engine):
     def __init__(self, params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, graphs: bool = True):
         B, T = tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len
         self.graphs, self._graphs = graphs, {}
-        with quiet_occupancy_warnings(), oom_hint(cfg, B, T):
+        with quiet_occupancy_warnings(), oom_hint(cfg, B, T, tcfg.precision, tcfg.recompute):
             super().__init__(params, cfg, tcfg)
             self.sumsq = cuda.device_array(1, np.float64)       # Σ g², written by grad_sumsq, read by adam_step
             self.rejected = cuda.to_device(np.zeros(1, np.int64))   # Adam's count of refused updates
@@ -110,8 +111,8 @@ class GpuEngine(Engine):
             self.loss_host = cuda.pinned_array(1, dtype=np.float32)
             self.counts = {k: [] for k in ("alloc", "h2d", "d2h", "d2d", "launches")}
             self._warm_up(B, T)
-    def workspace(self, cfg, B, T, attention):   # "auto": the fused kernels (faster on an H200: bench/results/h200_2026-12-01)
-        return device_workspace(cfg, B, T, attention="flash" if attention == "auto" else attention)
+    def workspace(self, cfg, B, T, attention, precision="fp32", recompute=False):   # "auto": the fused kernels (faster on an H200: bench/results/h200_2026-12-01)
+        return device_workspace(cfg, B, T, attention="flash" if attention == "auto" else attention, precision=precision, recompute=recompute)
     def buffer(self, a: np.ndarray): return cuda.to_device(a)
     def _warm_up(self, B: int, T: int):
         """Compile every kernel and let the launchers create their one-time constants (RoPE frequencies, placeholder

@@ -18,6 +18,7 @@ from .attention import attention_forward, attention_backward
 from .flash_attention import attention_cached, cache_write, flash_attention_forward, flash_attention_backward
 from .flash_tc import flash_tc_forward, flash_tc_backward
 from .loss import cross_entropy
+from .precision import PRECISIONS, to_bf16, linear_bf16, linear_backward_bf16
 
 # %% auto #0
 __all__ = ['INT32_MAX', 'ATTENTION', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views', 'flops_per_token',
@@ -90,7 +91,7 @@ def views(buf, cfg: ModelConfig) -> SimpleNamespace:
             ln2=named[p + "post_attention_layernorm.weight"],
             gu_w=at(p + "mlp.gate_proj.weight", 2, (2 * F, d)), gu_b=at(p + "mlp.gate_proj.bias", 2, (2 * F,)),
             down_w=named[p + "mlp.down_proj.weight"], down_b=at(p + "mlp.down_proj.bias")))
-    return SimpleNamespace(named=named, layers=layers, embed=named["model.embed_tokens.weight"],
+    return SimpleNamespace(flat=buf, named=named, layers=layers, embed=named["model.embed_tokens.weight"],
                            norm=named["model.norm.weight"], lm_w=named["lm_head.weight"], lm_b=at("lm_head.bias"))
 
 # %% ../nbs/12_model.ipynb #a7ff758c
@@ -119,21 +120,27 @@ INT32_MAX = 2**31 - 1
 ATTENTION = ("unfused", "flash", "flash-tc")   # flash-tc: the bf16 tensor-core kernels (mint.flash_tc)
 
 def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: bool = True,
-                     attention: str = "unfused") -> dict[str, tuple[tuple, str]]:
-    "`name -> (shape, kind)` of every buffer of one step for `batch_size × seq_len` tokens; kind 'f' is the workspace's float dtype, 'i' int32; per-layer names end in `.l`. `attention='flash'` keeps a log-sum-exp per row instead of the probabilities."
+                     attention: str = "unfused", precision: str = "fp32", recompute: bool = False) -> dict[str, tuple[tuple, str]]:
+    "`name -> (shape, kind)` of every buffer of one step for `batch_size × seq_len` tokens; kind 'f' is the workspace's float dtype, 'i' int32; per-layer names end in `.l`. `attention='flash'` keeps a log-sum-exp per row instead of the probabilities; `precision='bf16'`: GEMM inputs stored as bf16 bits (kind 'h', uint16) and a bf16 copy of the weights (`w16`); `recompute`: one set of block activations for all layers (only `x.l` per layer)."
     if attention not in ATTENTION: raise ValueError(f"attention must be one of {ATTENTION}, got {attention!r}")
+    if precision not in PRECISIONS: raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    g = "h" if precision == "bf16" else "f"                            # GEMM inputs: bf16 bits, or the float dtype
     B, T, d, H, F, V, L = batch_size, seq_len, cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.vocab_size, cfg.n_layers
     N = B * T
     s = {"ids": ((N,), "i"), "targets": ((N,), "i"), "loss_mask": ((N,), "f"), "pos": ((N,), "i"), "seg": ((B, T), "i")}
     for l in range(L + 1): s[f"x.{l}"] = ((N, d), "f")              # residual stream entering layer l (x.L: the last)
-    for l in range(L):
-        s.update({f"a.{l}": ((N, d), "f"), f"r1.{l}": ((N,), "f"), f"qkv.{l}": ((3, N, d), "f"),
-                  f"o.{l}": ((N, d), "f"), f"h.{l}": ((N, d), "f"), f"b.{l}": ((N, d), "f"), f"r2.{l}": ((N,), "f"),
-                  f"gu.{l}": ((2, N, F), "f"), f"m.{l}": ((N, F), "f")})
+    for l in range(1 if recompute and training else L):          # --recompute: layer 0's set serves every layer
+        s.update({f"a.{l}": ((N, d), g), f"r1.{l}": ((N,), "f"), f"qkv.{l}": ((3, N, d), "f"),
+                  f"o.{l}": ((N, d), "f"), f"h.{l}": ((N, d), "f"), f"b.{l}": ((N, d), g), f"r2.{l}": ((N,), "f"),
+                  f"gu.{l}": ((2, N, F), "f"), f"m.{l}": ((N, F), g)})
+        if g == "h": s[f"o16.{l}"] = ((N, d), "h")
         if training: s[f"lse.{l}" if attention != "unfused" else f"probs.{l}"] = ((B, H, T) if attention != "unfused" else (B, H, T, T), "f")
         if cfg.qk_norm: s.update({f"qkn.{l}": ((2, N, d), "f"), f"rqk.{l}": ((2, N * H), "f")})
     s.update({"hf": ((N, d), "f"), "rf": ((N,), "f"), "logits": ((N, V), "f"),
               "qkv_rows": ((N, 3 * d), "f"), "gu_rows": ((N, 2 * F), "f")})   # fused-GEMM outputs / joined gradients
+    if g == "h":   # bf16: the weights' copy, fp32 scratch for RMSNorm/SwiGLU outputs before rounding, hf's copy, dy's
+        s.update({"w16": ((n_params(cfg),), "h"), "n32": ((N, d), "f"), "m32": ((N, F), "f"), "hf16": ((N, d), "h")})
+        if training: s["dy16"] = ((N * max(V, 3 * d, 2 * F),), "h")
     if training:
         s.update({"dlogits": ((N, V), "f"), "loss": ((1,), "f"), "ce_scratch": ((N + 1,), "f"),
                   "dx": ((N, d), "f"), "dn": ((N, d), "f"), "dr": ((N, d), "f"), "dh": ((N, d), "f"), "do": ((N, d), "f"),
@@ -143,10 +150,10 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
     return s
 
 def workspace_bytes(cfg: ModelConfig, batch_size: int, seq_len: int, dtype=np.float32, training: bool = True,
-                    attention: str = "unfused") -> int:
+                    attention: str = "unfused", precision: str = "fp32", recompute: bool = False) -> int:
     "Bytes of the workspace (`workspace_shapes`) — parameters, gradients and Adam moments not included."
-    size = {"f": np.dtype(dtype).itemsize, "i": 4}
-    return sum(math.prod(s) * size[k] for s, k in workspace_shapes(cfg, batch_size, seq_len, training, attention).values())
+    size = {"f": np.dtype(dtype).itemsize, "i": 4, "h": 2}
+    return sum(math.prod(s) * size[k] for s, k in workspace_shapes(cfg, batch_size, seq_len, training, attention, precision, recompute).values())
 
 def check_int32(cfg: ModelConfig, batch_size: int, seq_len: int) -> None:
     "ValueError naming --batch-size/--seq-len/--preset if a buffer (or the parameter vector) would have ≥ 2³¹ elements."
@@ -173,13 +180,17 @@ def _direct_views(A, qkv, gu, cfg: ModelConfig, B: int, T: int, grads: bool = Fa
 # %% ../nbs/12_model.ipynb #8bf6d0b1
 def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int, direct: bool = False) -> SimpleNamespace:
     N, d, H, hd = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim
+    x, out, l = w[f"x.{l}"], w[f"x.{l + 1}"], l if f"r1.{l}" in w else 0    # --recompute: layer 0's buffers, own x
     qkv, gu = w[f"qkv.{l}"], w[f"gu.{l}"]
     qk = w[f"qkn.{l}"] if cfg.qk_norm else qkv                     # where attention reads q and k (RoPE'd in place)
-    A = SimpleNamespace(x=w[f"x.{l}"], out=w[f"x.{l + 1}"], a=w[f"a.{l}"], r1=w[f"r1.{l}"], qkv=qkv,
+    bf = "w16" in w                                                # bf16: a, b, m are fp32 scratch, rounded into a16, b16, m16
+    A = SimpleNamespace(x=x, out=out, a=w["n32"] if bf else w[f"a.{l}"], r1=w[f"r1.{l}"], qkv=qkv,
                         q=qk[0].reshape(B, T, H, hd), k=qk[1].reshape(B, T, H, hd), v=qkv[2].reshape(B, T, H, hd),
                         q3=qk[0].reshape(N, H, hd), k3=qk[1].reshape(N, H, hd),
                         probs=w.get(f"probs.{l}"), lse=w.get(f"lse.{l}"), o=w[f"o.{l}"], o4=w[f"o.{l}"].reshape(B, T, H, hd),
-                        h=w[f"h.{l}"], b=w[f"b.{l}"], r2=w[f"r2.{l}"], gu=gu, gate=gu[0], up=gu[1], m=w[f"m.{l}"])
+                        h=w[f"h.{l}"], b=w["n32"] if bf else w[f"b.{l}"], r2=w[f"r2.{l}"], gu=gu, gate=gu[0], up=gu[1],
+                        m=w["m32"] if bf else w[f"m.{l}"], a16=w[f"a.{l}"] if bf else None, b16=w[f"b.{l}"] if bf else None,
+                        m16=w[f"m.{l}"] if bf else None, o16=w.get(f"o16.{l}"))
     if cfg.qk_norm:   # one row per (token, head): RMSNorm over head_dim, gain shared by the heads
         rqk = w[f"rqk.{l}"]
         A.q_pre, A.k_pre = qkv[0].reshape(N * H, hd), qkv[1].reshape(N * H, hd)
@@ -187,9 +198,10 @@ def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int, direct: bool
     if direct: _direct_views(A, qkv, gu, cfg, B, T)
     return A
 
-def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attention: str) -> SimpleNamespace:
+def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attention: str, precision: str = "fp32",
+           recompute: bool = False) -> SimpleNamespace:
     "Named, shaped views (prefixes of the flat buffers) for a B × T batch."
-    w = {k: bufs[k][:math.prod(s)].reshape(s) for k, (s, _) in workspace_shapes(cfg, B, T, training, attention).items()}
+    w = {k: bufs[k][:math.prod(s)].reshape(s) for k, (s, _) in workspace_shapes(cfg, B, T, training, attention, precision, recompute).items()}
     N, d, H, hd, F = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.d_ff
     direct = attention == "flash-tc"          # the GEMMs' layouts straight into attention and SwiGLU: no swap01
     v = SimpleNamespace(B=B, T=T, N=N, use_seg=False, flash=attention != "unfused", tc=direct, direct_gu=direct,
@@ -197,7 +209,9 @@ def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attenti
                         pos=w["pos"], seg=w["seg"], x=[w[f"x.{l}"] for l in range(cfg.n_layers + 1)],
                         layers=[_layer_views(w, cfg, l, B, T, direct) for l in range(cfg.n_layers)],
                         hf=w["hf"], rf=w["rf"], logits=w["logits"], qkv_rows=w["qkv_rows"],
-                        qkv_rows3=w["qkv_rows"].reshape(N, 3, d), gu_rows=w["gu_rows"], gu_rows3=w["gu_rows"].reshape(N, 2, F))
+                        qkv_rows3=w["qkv_rows"].reshape(N, 3, d), gu_rows=w["gu_rows"], gu_rows3=w["gu_rows"].reshape(N, 2, F),
+                        recompute=recompute and training, w16=w.get("w16"), W16=views(w["w16"], cfg) if "w16" in w else None,
+                        hf16=w.get("hf16"), dy16=w.get("dy16"))
     if training:
         dqkv = w["dqkv"]
         dqk = w["dqk"] if cfg.qk_norm else dqkv                    # where attention's backward writes dq, dk
@@ -216,19 +230,21 @@ def _host_upload(name: str, dst, src: np.ndarray) -> None:
     np.copyto(dst, src.reshape(dst.shape), casting="same_kind")
 
 class Workspace:
-    "Every activation and scratch buffer of one step for batches up to `batch_size × seq_len`, allocated once: NumPy `dtype` arrays, or device arrays through `alloc(n, dtype)` and `upload(name, dst, src)`; `attention` 'unfused' or 'flash'."
+    "Every activation and scratch buffer of one step for batches up to `batch_size × seq_len`, allocated once: NumPy `dtype` arrays, or device arrays through `alloc(n, dtype)` and `upload(name, dst, src)`; `attention` 'unfused' or 'flash'; `precision` 'fp32' or 'bf16' (bf16 GEMMs); `recompute`: keep only each block's input, recompute the block in the backward."
     def __init__(self, cfg: ModelConfig, batch_size: int, seq_len: int, dtype=np.float32, training: bool = True,
-                 alloc=None, upload=None, attention: str = "unfused"):
+                 alloc=None, upload=None, attention: str = "unfused", precision: str = "fp32", recompute: bool = False):
         if batch_size < 1 or seq_len < 1: raise ValueError(f"batch_size and seq_len must be >= 1, got {batch_size}, {seq_len}")
         if seq_len > cfg.max_seq_len: raise ValueError(f"--seq-len {seq_len} exceeds the model's max_seq_len {cfg.max_seq_len}")
         check_int32(cfg, batch_size, seq_len)
         self.cfg, self.batch_size, self.seq_len, self.training = cfg, batch_size, seq_len, training
-        self.dtype, self.attention = np.dtype(dtype), attention
+        self.dtype, self.attention, self.precision, self.recompute = np.dtype(dtype), attention, precision, recompute
+        if precision == "bf16" and self.dtype != np.float32: raise ValueError(f"precision bf16 needs a float32 workspace, got {self.dtype}")
         alloc = alloc or (lambda n, dt: np.zeros(n, dt))
         self.upload = upload or _host_upload
-        shapes = workspace_shapes(cfg, batch_size, seq_len, training, attention)
-        self.bufs = {k: alloc(math.prod(s), self.dtype if kind == "f" else np.int32) for k, (s, kind) in shapes.items()}
-        self.nbytes = workspace_bytes(cfg, batch_size, seq_len, self.dtype, training, attention)
+        shapes = workspace_shapes(cfg, batch_size, seq_len, training, attention, precision, recompute)
+        kinds = {"f": self.dtype, "i": np.int32, "h": np.uint16}
+        self.bufs = {k: alloc(math.prod(s), kinds[kind]) for k, (s, kind) in shapes.items()}
+        self.nbytes = workspace_bytes(cfg, batch_size, seq_len, self.dtype, training, attention, precision, recompute)
         self._views = {}
 
     def views(self, B: int, T: int) -> SimpleNamespace:
@@ -237,7 +253,8 @@ class Workspace:
             raise ValueError(f"a batch of shape ({B}, {T}) does not fit the workspace allocated for "
                              f"({self.batch_size}, {self.seq_len}): make the data use --batch-size <= {self.batch_size} "
                              f"and --seq-len <= {self.seq_len} (or allocate the workspace for the larger shape)")
-        if (B, T) not in self._views: self._views[(B, T)] = _views(self.bufs, self.cfg, B, T, self.training, self.attention)
+        if (B, T) not in self._views: self._views[(B, T)] = _views(self.bufs, self.cfg, B, T, self.training, self.attention,
+                                                                  self.precision, self.recompute)
         return self._views[(B, T)]
 
     def load(self, input_ids, pos=None, targets=None, loss_mask=None, seg=None) -> SimpleNamespace:
@@ -300,11 +317,25 @@ class KVCache:
     def clear(self) -> None: self.length = 0
 
 # %% ../nbs/12_model.ipynb #f4cfce1b
-def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: int = 0) -> None:
-    "One pre-norm block (§5.9) on the rows of `v`: `A.x` -> `A.out` = h + FFN(RMSNorm₂(h)), h = x + Attn(RMSNorm₁(x)); with `kv`, attention reads and extends the cache."
-    eps = cfg.rms_eps
+def _linear(x, x16, w, w16, b, out):
+    "out = x·wᵀ (+ b) in float32; with bf16 weights `w16` (precision bf16): x rounded into its bf16 copy `x16`, the bf16 GEMM."
+    if w16 is None: return linear_forward(x, w, b, out=out)
+    return linear_bf16(to_bf16(x, out=x16), w16, b, out=out)
+
+def _linear_back(v, dy, x, x16, w, w16, dx, dw, db, has_bias):
+    "`linear_backward` in float32; bf16: dy rounded into scratch, the forward's bf16 copies `x16` and `w16`, fp32 dx, dw, db."
+    if w16 is None: return linear_backward(dy, x, w, dx=dx, dw=dw, db=db, has_bias=has_bias)
+    return linear_backward_bf16(dy, v.dy16[:dy.size].reshape(dy.shape), x16, w16, dx=dx, dw=dw, db=db, has_bias=has_bias)
+
+def _w16(v, l):
+    "Layer `l`'s bf16 weight views (precision bf16), else None (`getattr(None, name, None)` is None)."
+    return None if v.W16 is None else v.W16.layers[l]
+
+def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: int = 0, full: bool = True) -> None:
+    "One pre-norm block (§5.9) on the rows of `v`: `A.x` -> `A.out` = h + FFN(RMSNorm₂(h)), h = x + Attn(RMSNorm₁(x)); with `kv`, attention reads and extends the cache; `full=False` (recomputation) stops before the down projection, which the backward does not need."
+    eps, Q = cfg.rms_eps, _w16(v, layer)
     rmsnorm_forward(A.x, L.ln1, eps, out=A.a, rstd=A.r1)                       # a = RMSNorm₁(x)            [N,d]
-    linear_forward(A.a, L.qkv_w, L.qkv_b, out=A.qkv_rows if v.direct_qkv else v.qkv_rows)   # [N,3d] = a·Wqkvᵀ (+ b)
+    _linear(A.a, A.a16, L.qkv_w, getattr(Q, "qkv_w", None), L.qkv_b, A.qkv_rows if v.direct_qkv else v.qkv_rows)   # [N,3d] = a·Wqkvᵀ (+ b)
     if not v.direct_qkv: swap01(v.qkv_rows3, A.qkv)                                # (N,3,d) -> (3,N,d): q | k | v
     if cfg.qk_norm:                                                            # Qwen3: RMSNorm over head_dim
         rmsnorm_forward(A.q_pre, L.q_norm, eps, out=A.q_rows, rstd=A.rq)       # [N·H, hd]
@@ -319,23 +350,27 @@ def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: i
         (flash_tc_forward if v.tc else flash_attention_forward)(A.q, A.k, A.v, seg, out=A.o4, lse=A.lse)
     else:                                                                      # o [B,T,H,hd], probs [B,H,T,T]
         attention_forward(A.q, A.k, A.v, seg, out=A.o4, probs=A.probs)
-    linear_forward(A.o, L.o_w, L.o_b, out=A.h)                                 # h = x + o·Woᵀ (+ b)
+    _linear(A.o, A.o16, L.o_w, getattr(Q, "o_w", None), L.o_b, A.h)           # h = x + o·Woᵀ (+ b)
     add(A.h, A.x, A.h)
     rmsnorm_forward(A.h, L.ln2, eps, out=A.b, rstd=A.r2)                       # b = RMSNorm₂(h)
-    linear_forward(A.b, L.gu_w, L.gu_b, out=A.gu_rows if v.direct_gu else v.gu_rows)      # [N,2F] = b·Wguᵀ (+ b)
+    _linear(A.b, A.b16, L.gu_w, getattr(Q, "gu_w", None), L.gu_b, A.gu_rows if v.direct_gu else v.gu_rows)  # [N,2F] = b·Wguᵀ (+ b)
     if not v.direct_gu: swap01(v.gu_rows3, A.gu)                                  # (2,N,F): gate | up
     swiglu_forward(A.gate, A.up, out=A.m)                                      # m = swish(gate)·up  [N,F]
-    linear_forward(A.m, L.down_w, L.down_b, out=A.out)                         # x' = h + m·Wdᵀ (+ b)
+    if not full:                                                               # recomputing: the backward reads m, not x'
+        if A.m16 is not None: to_bf16(A.m, out=A.m16)
+        return
+    _linear(A.m, A.m16, L.down_w, getattr(Q, "down_w", None), L.down_b, A.out)  # x' = h + m·Wdᵀ (+ b)
     add(A.out, A.h, A.out)
 
 def forward(W, cfg: ModelConfig, v, kv: KVCache | None = None):
     "Logits `[N, V]` into `v.logits` for the inputs loaded in `v` (§5.9); with `kv` the rows are the next tokens after the cached ones (B sequences). Returns `v.logits`."
+    if v.W16 is not None: to_bf16(W.flat, out=v.w16)                          # bf16: round the fp32 master weights once
     embedding_forward(v.ids, W.embed, out=v.x[0], check_ids=False)            # x0 = E[ids]·√d  (ids checked at load)
     for l, (L, A) in enumerate(zip(W.layers, v.layers)):
         layer_forward(L, A, v, cfg, kv, l)
     if kv is not None: kv.length += v.T
     rmsnorm_forward(v.x[-1], W.norm, cfg.rms_eps, out=v.hf, rstd=v.rf)
-    linear_forward(v.hf, W.lm_w, W.lm_b, out=v.logits)                        # logits [N,V]
+    _linear(v.hf, v.hf16, W.lm_w, getattr(v.W16, "lm_w", None), W.lm_b, v.logits)   # logits [N,V]
     return v.logits
 
 def loss_forward(W, cfg: ModelConfig, v):
@@ -345,15 +380,16 @@ def loss_forward(W, cfg: ModelConfig, v):
     return loss
 
 # %% ../nbs/12_model.ipynb #90fc5ef0
-def layer_backward(L, GL, A, v, cfg: ModelConfig) -> None:
+def layer_backward(L, GL, A, v, cfg: ModelConfig, layer: int = 0) -> None:
     "Backward of one block: `v.dx` holds dL/dx' on entry and dL/dx on return; the layer's parameter gradients go into `GL`."
-    linear_backward(v.dx, A.m, L.down_w, dx=v.dm, dw=GL.down_w, db=GL.down_b, has_bias=cfg.mlp_bias)
+    Q = _w16(v, layer)
+    _linear_back(v, v.dx, A.m, A.m16, L.down_w, getattr(Q, "down_w", None), v.dm, GL.down_w, GL.down_b, cfg.mlp_bias)
     swiglu_backward(v.dm, A.gate, A.up, dgate=v.dgate, dup=v.dup)              # (2,N,F)
     if not v.direct_gu: swap01(v.dgu, v.gu_rows3)                                 # -> [N,2F]
-    linear_backward(v.gu_rows, A.b, L.gu_w, dx=v.dn, dw=GL.gu_w, db=GL.gu_b, has_bias=cfg.mlp_bias)
+    _linear_back(v, v.gu_rows, A.b, A.b16, L.gu_w, getattr(Q, "gu_w", None), v.dn, GL.gu_w, GL.gu_b, cfg.mlp_bias)
     rmsnorm_backward(v.dn, A.h, L.ln2, A.r2, dx=v.dr, dg=GL.ln2)
     add(v.dx, v.dr, v.dh)                                                      # dh = dx + J_FFNᵀ dx (copy, don't split)
-    linear_backward(v.dh, A.o, L.o_w, dx=v.do, dw=GL.o_w, db=GL.o_b, has_bias=cfg.attention_bias)
+    _linear_back(v, v.dh, A.o, A.o16, L.o_w, getattr(Q, "o_w", None), v.do, GL.o_w, GL.o_b, cfg.attention_bias)
     if v.flash:                                                                # recompute P tile by tile from lse
         (flash_tc_backward if v.tc else flash_attention_backward)(v.do4, A.q, A.k, A.v, A.o4, A.lse, v.seg if v.use_seg else None,
                                  dq=v.dq, dk=v.dk, dv=v.dv, scratch=v.dscores)
@@ -365,16 +401,18 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig) -> None:
         rmsnorm_backward(v.dq_rows, A.q_pre, L.q_norm, A.rq, dx=v.dq_pre, dg=GL.q_norm)
         rmsnorm_backward(v.dk_rows, A.k_pre, L.k_norm, A.rk, dx=v.dk_pre, dg=GL.k_norm)
     if not v.direct_qkv: swap01(v.dqkv, v.qkv_rows3)                           # (3,N,d) -> [N,3d]
-    linear_backward(v.qkv_rows, A.a, L.qkv_w, dx=v.dn, dw=GL.qkv_w, db=GL.qkv_b, has_bias=cfg.attention_bias)
+    _linear_back(v, v.qkv_rows, A.a, A.a16, L.qkv_w, getattr(Q, "qkv_w", None), v.dn, GL.qkv_w, GL.qkv_b, cfg.attention_bias)
     rmsnorm_backward(v.dn, A.x, L.ln1, A.r1, dx=v.dr, dg=GL.ln1)
     add(v.dh, v.dr, v.dx)                                                      # dx for the layer below
 
 def backward(W, G, cfg: ModelConfig, v) -> None:
     "Fill the gradient views `G` (same layout as `W`) from `v.dlogits` and the activations the forward left in `v`."
-    linear_backward(v.dlogits, v.hf, W.lm_w, dx=v.dn, dw=G.lm_w, db=G.lm_b, has_bias=cfg.lm_head_bias)
+    _linear_back(v, v.dlogits, v.hf, v.hf16, W.lm_w, getattr(v.W16, "lm_w", None), v.dn, G.lm_w, G.lm_b, cfg.lm_head_bias)
     rmsnorm_backward(v.dn, v.x[-1], W.norm, v.rf, dx=v.dx, dg=G.norm)         # dx: the gradient of the stream
     for l in reversed(range(cfg.n_layers)):
-        layer_backward(W.layers[l], G.layers[l], v.layers[l], v, cfg)
+        if v.recompute and l < cfg.n_layers - 1:                              # rebuild block l's activations from x.l
+            layer_forward(W.layers[l], v.layers[l], v, cfg, layer=l, full=False)   # (the last block's are still there)
+        layer_backward(W.layers[l], G.layers[l], v.layers[l], v, cfg, l)
     embedding_backward(v.ids, v.dx, G.embed, check_ids=False)                  # zeroes G.embed, scatter-adds
 
 # %% ../nbs/12_model.ipynb #d2f67a75

@@ -198,7 +198,7 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
         params = init_params(cfg, tcfg.seed)
     T = tcfg.seq_len or cfg.max_seq_len
     if T > cfg.max_seq_len: raise ValueError(f"--seq-len {T} exceeds the model's max_seq_len {cfg.max_seq_len}")
-    if dev == "cpu": check_memory(cfg, tcfg.batch_size, T)   # before the batches are made (the GPU engine checks its own)
+    if dev == "cpu": check_memory(cfg, tcfg.batch_size, T, precision=tcfg.precision, recompute=tcfg.recompute)   # before the batches are made (the GPU engine checks its own)
     rng = np.random.default_rng(tcfg.seed)                  # the one source of the batch order (resume remakes it)
     if kind == "lm":
         tr, va = encode_corpus(train_s, vocab), encode_corpus(val_s, vocab)

@@ -12,6 +12,7 @@ from tqdm.auto import tqdm
 from .core import ModelConfig, figure_png, show_figures_in_ipython
 from .vocab import Vocab
 from .model import Workspace, ATTENTION, loss_forward, backward, n_params, views, workspace_bytes
+from .precision import PRECISIONS
 from .optim import AdamConfig, adam_step, grad_sumsq, lr_at, warmup_steps
 from .checkpoint import (save_checkpoint, atomic_write, write_unit, read_info, read_unit, config_and_vocab,
                              checkpoint_meta, checkpoint_bytes, check_disk_space, RunLock, CheckpointError, STATE_NAME,
@@ -43,8 +44,11 @@ class TrainConfig:
     finetune: bool = False
     attention: str = "auto"             # "unfused" (probabilities kept), "flash" (fused kernels, log-sum-exp kept), or
                                         # "auto": unfused on the CPU (NumPy), flash on a GPU (measured faster there)
+    precision: str = "fp32"             # "bf16": bf16 GEMM operands, fp32 accumulate, masters and the rest fp32 (mint.precision)
+    recompute: bool = False             # keep one block input per layer, recompute the block in the backward (less memory)
     def __post_init__(self):
         if self.attention not in ("auto", *ATTENTION): raise ValueError(f"TrainConfig.attention must be auto or one of {ATTENTION}, got {self.attention!r}")
+        if self.precision not in PRECISIONS: raise ValueError(f"TrainConfig.precision must be one of {PRECISIONS}, got {self.precision!r}")
         for k in ("steps", "batch_size", "eval_every", "eval_batches"):
             v = getattr(self, k)
             if v is not None and int(v) <= 0: raise ValueError(f"TrainConfig.{k} must be > 0, got {v}")
@@ -93,13 +97,14 @@ def available_memory() -> int | None:
     try: return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError): return None
 
-def training_bytes(cfg: ModelConfig, batch_size: int, seq_len: int) -> int:
-    "Host memory of a CPU run: the workspace plus four parameter-sized float32 buffers (weights, gradients, Adam's m and v)."
-    return workspace_bytes(cfg, batch_size, seq_len) + 4 * 4 * n_params(cfg)
+def training_bytes(cfg: ModelConfig, batch_size: int, seq_len: int, precision: str = "fp32", recompute: bool = False) -> int:
+    "Host memory of a CPU run: the workspace (of this precision, with or without recomputation) plus four parameter-sized float32 buffers (weights, gradients, Adam's m and v)."
+    return workspace_bytes(cfg, batch_size, seq_len, precision=precision, recompute=recompute) + 4 * 4 * n_params(cfg)
 
-def check_memory(cfg: ModelConfig, batch_size: int, seq_len: int, available: int | None = None):
+def check_memory(cfg: ModelConfig, batch_size: int, seq_len: int, available: int | None = None, precision: str = "fp32",
+                 recompute: bool = False):
     "`MemoryError` naming --batch-size, --seq-len and --preset if a CPU run of this shape needs more memory than is available."
-    need, avail = training_bytes(cfg, batch_size, seq_len), available if available is not None else available_memory()
+    need, avail = training_bytes(cfg, batch_size, seq_len, precision, recompute), available if available is not None else available_memory()
     if avail is not None and need > avail:
         raise MemoryError(f"training needs about {need / 2**30:,.2f} GiB of memory for batch {batch_size} × seq_len {seq_len} "
                           f"({n_params(cfg):,} parameters), but {avail / 2**30:,.2f} GiB is available: lower --batch-size "
@@ -116,7 +121,7 @@ class Engine:
             raise ValueError(f"params must be float32 of shape ({n_params(cfg)},), got {params.dtype} {params.shape}")
         self.params, self.cfg = params, cfg
         self.acfg = AdamConfig(lr=tcfg.base_lr, weight_decay=tcfg.weight_decay, max_grad_norm=tcfg.max_grad_norm)
-        self.ws = self.workspace(cfg, tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len, tcfg.attention)
+        self.ws = self.workspace(cfg, tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len, tcfg.attention, tcfg.precision, tcfg.recompute)
         self.p = self.buffer(params)                                  # weights, then gradients and Adam's m, v
         self.g, self.m, self.v = (self.buffer(np.zeros_like(params)) for _ in range(3))
         self.W, self.G = views(self.p, cfg), views(self.g, cfg)
@@ -165,9 +170,10 @@ class Engine:
 class CpuEngine(Engine):
     "The NumPy path: `params` (flat float32) is trained in place; gradients, Adam moments and the workspace are host arrays."
     def __init__(self, params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig):
-        check_memory(cfg, tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len)
+        check_memory(cfg, tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len, precision=tcfg.precision, recompute=tcfg.recompute)
         super().__init__(params, cfg, tcfg)
-    def workspace(self, cfg, B, T, attention): return Workspace(cfg, B, T, attention="unfused" if attention == "auto" else attention)
+    def workspace(self, cfg, B, T, attention, precision="fp32", recompute=False):
+        return Workspace(cfg, B, T, attention="unfused" if attention == "auto" else attention, precision=precision, recompute=recompute)
     def buffer(self, a: np.ndarray) -> np.ndarray: return a
     def to_host(self, b) -> np.ndarray: return b
     def from_host(self, b, a: np.ndarray): np.copyto(b, a)

@@ -1,0 +1,125 @@
+"bf16 mixed precision and activation recomputation on the CPU (chapters 25 and 27 have the explanations and the GPU checks)."
+import numpy as np
+import pytest
+from mint.core import ModelConfig, preset
+from mint.data import Batch
+from mint.model import init_params, loss_and_grads, Workspace, workspace_bytes
+from mint.precision import to_bf16, from_bf16, round_bits_ref, gemm_bf16
+from mint.train import TrainConfig, CpuEngine
+
+
+def _batch(cfg, B, T, seed=0, packed=False):
+    r = np.random.default_rng(seed)
+    ids = r.integers(0, cfg.vocab_size, (B, T + 1)).astype(np.int32)
+    seg = np.repeat(np.arange(2), [T // 2, T - T // 2])[None].repeat(B, 0).astype(np.int32) if packed else None
+    pos = (np.arange(T)[None].repeat(B, 0) - (np.where(seg == 1, T // 2, 0) if packed else 0)).astype(np.int32)
+    mask = (r.random((B, T)) < 0.8).astype(np.float32)
+    return Batch(ids[:, :-1], ids[:, 1:], mask, pos, seg)
+
+
+def _grads(cfg, batch, **kw):
+    p = init_params(cfg, seed=1)
+    g = np.zeros_like(p)
+    B, T = batch.input_ids.shape
+    return loss_and_grads(p, g, cfg, batch, Workspace(cfg, B, T, **kw)), g
+
+
+def test_rounding_matches_ml_dtypes_and_round_trips():
+    u = np.random.default_rng(0).integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32)
+    ties = (np.arange(2**16, dtype=np.uint32) << 16) | 0x8000
+    x = np.concatenate([u, ties]).view(np.float32)
+    b = to_bf16(x)
+    assert b.dtype == np.uint16 and np.array_equal(b, round_bits_ref(x))
+    assert np.array_equal(to_bf16(from_bf16(b)), b)
+    assert to_bf16(np.float32([1 + 2**-8]))[0] == to_bf16(np.float32([1.0]))[0]        # a tie goes to even
+    with pytest.raises(ValueError, match="to_bf16: x must be float32"):
+        to_bf16(np.zeros(3))
+
+
+def test_bf16_gemm_is_the_product_of_the_rounded_operands():
+    r = np.random.default_rng(0)
+    A, B = r.standard_normal((33, 70), dtype=np.float32), r.standard_normal((70, 17), dtype=np.float32)
+    c = gemm_bf16(to_bf16(A), to_bf16(B))
+    exact = from_bf16(to_bf16(A)).astype(np.float64) @ from_bf16(to_bf16(B))
+    assert np.abs(c - exact).max() / np.abs(exact).max() < 1e-6
+    assert 1e-3 < np.abs(c - A.astype(np.float64) @ B).max() / np.abs(exact).max() < 2e-2
+
+
+@pytest.mark.parametrize("arch", ["report", "qwen3"])
+def test_bf16_step_close_to_fp32(arch):
+    cfg = preset("tiny", 53, arch=arch, n_layers=2)
+    b = _batch(cfg, 2, 16)
+    (l32, g32), (l16, g16) = _grads(cfg, b), _grads(cfg, b, precision="bf16")
+    assert abs(l16 - l32) / l32 < 1e-2
+    rel = np.linalg.norm(g16 - g32) / np.linalg.norm(g32)
+    assert 1e-4 < rel < 5e-2          # bf16 changes the gradient, by about a rounding carried through the layers
+
+
+@pytest.mark.parametrize("arch", ["report", "llama", "qwen3"])
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("attention", ["unfused", "flash"])
+def test_recompute_gradients_bit_identical(arch, precision, attention):
+    cfg = preset("tiny", 47, arch=arch, n_layers=3)
+    b = _batch(cfg, 2, 12, packed=attention == "flash")
+    (l0, g0), (l1, g1) = (_grads(cfg, b, precision=precision, attention=attention, recompute=rc) for rc in (False, True))
+    assert l0 == l1 and np.array_equal(g0.view(np.uint32), g1.view(np.uint32))
+
+
+def test_memory_shrinks_and_training_matches():
+    cfg = ModelConfig(vocab_size=4130, d_model=1024, n_heads=32, n_layers=18, max_seq_len=512)
+    full, bf, rc = (workspace_bytes(cfg, 32, 512, attention="flash", **kw)
+                    for kw in ({}, dict(precision="bf16"), dict(recompute=True)))
+    assert bf < full and rc < full / 3
+    cfg = preset("tiny", 40, n_layers=2)
+    batches = [_batch(cfg, 2, 16, seed=s) for s in range(3)]
+    ps = []
+    for rc in (False, True):
+        e = CpuEngine(init_params(cfg), cfg, TrainConfig(batch_size=2, seq_len=16, recompute=rc, precision="bf16"))
+        for i, b in enumerate(batches): e.step(b, 1e-3, i + 1)
+        ps.append(e.p.copy())
+    assert np.array_equal(ps[0], ps[1])
+
+
+def test_config_and_cli_name_the_switches(capsys):
+    with pytest.raises(ValueError, match="TrainConfig.precision must be one of"):
+        TrainConfig(precision="fp16")
+    with pytest.raises(ValueError, match="precision must be one of"):
+        Workspace(preset("tiny", 20), 1, 4, precision="half")
+    from mint.cli import build_parser
+    help_text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
+    assert "--precision {fp32,bf16}" in help_text and "--recompute" in help_text and "bit-identical" in help_text
+
+
+def test_mint_train_bf16_recompute_from_the_cli(tmp_path):
+    from safetensors.numpy import load_file
+    from mint.cli import main
+    out = tmp_path / "run"
+    code = main(["train", "--preset", "tiny", "--steps", "3", "--batch-size", "2", "--eval-every", "3", "--max", "300",
+                 "--precision", "bf16", "--recompute", "--out", str(out), "--no-progress"])
+    assert code == 0
+    assert {str(t.dtype) for t in load_file(out / "best.safetensors").values()} == {"float32"}    # checkpoints stay fp32
+
+
+def test_memory_check_counts_recompute():
+    from mint.train import training_bytes, check_memory
+    cfg = ModelConfig(vocab_size=4130, d_model=768, n_heads=12, n_layers=12, max_seq_len=512)
+    full, rc = training_bytes(cfg, 32, 512), training_bytes(cfg, 32, 512, recompute=True)
+    assert rc < full / 2
+    check_memory(cfg, 32, 512, available=(full + rc) // 2, recompute=True)          # fits only with --recompute
+    with pytest.raises(MemoryError, match="lower --batch-size"):
+        check_memory(cfg, 32, 512, available=(full + rc) // 2)
+
+
+def test_bench_scale_runs_on_the_cpu(tmp_path):
+    pytest.importorskip("torch")
+    import json, os, subprocess, sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    r = subprocess.run([sys.executable, str(root / "bench" / "bench_scale.py"), "--device", "cpu", "--configs", "tiny",
+                        "--steps", "1", "--rounds", "1", "--out", str(tmp_path)], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    (path,) = tmp_path.glob("scale_cpu_*.json")
+    res = json.loads(path.read_text())["runs"][0]["results"]
+    assert set(res) == {"mint fp32", "mint bf16", "torch fp32"} and all(v["loss_check"] for v in res.values())
+    assert "| tiny |" in r.stdout and "Mint bf16 (NumPy emulation)" in r.stdout
