@@ -112,6 +112,8 @@ class GpuEngine(Engine):
             self.counts = {k: [] for k in ("alloc", "h2d", "d2h", "d2d", "launches")}
             self._warm_up(B, T)
     def workspace(self, cfg, B, T, attention, precision="fp32", recompute=False):   # "auto": the fused kernels (faster on an H200: bench/results/h200_2026-12-01)
+        from mint.flash_tc import attention_provider      # bf16 runs the tensor-core flash attention (chapter 26) where it fits
+        attention = attention_provider(precision, attention, cfg.head_dim)
         return device_workspace(cfg, B, T, attention="flash" if attention == "auto" else attention, precision=precision, recompute=recompute)
     def buffer(self, a: np.ndarray): return cuda.to_device(a)
     def _warm_up(self, B: int, T: int):
