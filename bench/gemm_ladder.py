@@ -1,4 +1,4 @@
-"""The GEMM ladder of chapter 04a on a GPU: every rung of `mint.gemm` (v1-v5, with a sweep of v5's tile shapes and
+"""The GEMM ladder of chapter 20 on a GPU: every rung of `mint.gemm` (v1-v5, with a sweep of v5's tile shapes and
 split-K factors), cuBLAS FP32 and TF32 through PyTorch and through Mint's cupy provider, at 1024³-4096³ and at the
 GEMMs of the medium and d512 models. Every result is checked against NumPy (float64) before it is timed.
 

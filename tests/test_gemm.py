@@ -1,4 +1,4 @@
-"The GEMM ladder's provider switch and its benchmark script, without a GPU (chapter 04a has the kernels' checks)."
+"The GEMM ladder's provider switch and its benchmark script, without a GPU (chapter 20 has the kernels' checks)."
 import json, os, subprocess, sys
 from pathlib import Path
 import pytest
