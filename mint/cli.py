@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", default=None, help="run folder for checkpoints (default: RUNS/peoples_daily or RUNS/<data>; RUNS = $MINT_HOME/runs, else runs/ of the Mint clone you are in, else ~/.mint/runs)")
     t.add_argument("--resume", default=None, metavar="RUN", help="continue the run in folder RUN where it stopped (its data and settings; --steps, --time-limit, --eval-every, --device, --gemm may change, and --gpus/--ranks/--grad-accum, since the global batch stays the same)")
     t.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto (default) uses a real GPU if present")
-    t.add_argument("--gemm", default="mint", choices=["mint", "cublas", "cublas-tf32"], help="GPU matrix products: mint (default, the hand-written kernel of chapter 04a), or cuBLAS through cupy in FP32 or TF32 (needs mint[cublas12] or mint[cublas13])")
+    t.add_argument("--gemm", default="mint", choices=["mint", "cublas", "cublas-tf32"], help="GPU matrix products: mint (default, the hand-written kernel of chapter 20), or cuBLAS through cupy in FP32 or TF32 (needs mint[cublas12] or mint[cublas13])")
     par = t.add_mutually_exclusive_group()
     par.add_argument("--gpus", type=_positive(int), default=None, help="data parallel on N GPUs of this host, one process each (NCCL); --batch-size stays the global batch")
     par.add_argument("--ranks", type=_positive(int), default=None, help="data parallel in N processes on any device; with --device cpu they use gloo (needs torch) — to test the machinery, not for speed")
