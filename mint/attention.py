@@ -14,7 +14,7 @@ from .kernels import check_args, launch, grid2d, next_pow2, block_max, block_sum
 __all__ = ['MASK_VALUE', 'MASKED_BELOW', 'QS', 'PS', 'ROW_MAX_THREADS', 'ROW_THREADS', 'attention_mask', 'attention_forward_ref',
            'attention_backward_ref', 'attention_forward_cpu', 'attention_backward_cpu', 'attn_scores_kernel',
            'attn_pv_kernel', 'attn_ptv_kernel', 'attn_softmax_kernel', 'attn_dscores_kernel', 'attention_forward',
-           'attention_backward', 'attention_maps', 'plot_attention', 'attention_widget']
+           'attention_backward']
 
 # %% ../nbs/09_attention.ipynb #9465df32
 MASK_VALUE = -1e30        # finite "minus infinity" for masked scores: exp(MASK_VALUE - m) = 0 and MASK_VALUE - MASK_VALUE = 0
@@ -309,48 +309,3 @@ def attention_backward(dout, q, k, v, probs, dq=None, dk=None, dv=None, dscores=
     attn_pv_kernel[prod](dscores, k, scale, dq)                                  # dQ = dS K / √hd
     attn_ptv_kernel[prod](dscores, q, scale, dk)                                 # dK = dSᵀ Q / √hd
     return dq, dk, dv
-
-# %% ../nbs/09_attention.ipynb #27313db1
-def attention_maps(params, cfg, vocab, text: str) -> tuple[list, np.ndarray]:
-    "`(tokens, probs[n_layers, n_heads, T, T])`: the attention of a trained model over `<eos>` + `text` (cut to the window)."
-    from mint.model import Workspace, forward, views
-    from mint.vocab import EOS
-    ids = np.array([EOS, *vocab.encode(text)[:cfg.max_seq_len - 1]], np.int32)
-    v = Workspace(cfg, 1, len(ids), params.dtype, training=True).load(ids[None])
-    forward(views(params, cfg), cfg, v)
-    return [vocab.itos[i] for i in ids], np.stack([A.probs[0] for A in v.layers]).copy()
-
-def plot_attention(tokens: list, probs: np.ndarray, layer: int | None = None, head: int | None = None):
-    "Heatmaps of `attention_maps` output: every layer × head, or only `layer` / `head`; a `Figure`."
-    import matplotlib
-    from matplotlib.figure import Figure
-    from mint.core import cjk_fonts, token_label, show_figures_in_ipython
-    show_figures_in_ipython()
-    layers = range(probs.shape[0]) if layer is None else [layer]
-    heads = range(probs.shape[1]) if head is None else [head]
-    labels = [token_label(t) for t in tokens]
-    with matplotlib.rc_context({"font.family": ["DejaVu Sans", *cjk_fonts()[:1]]}):
-        fig = Figure(figsize=(2.6 * len(heads) + 0.6, 2.6 * len(layers) + 0.3), layout="constrained")
-        axes = np.atleast_2d(fig.subplots(len(layers), len(heads), squeeze=False))
-        for r, l in enumerate(layers):
-            for c, h in enumerate(heads):
-                ax = axes[r, c]
-                im = ax.imshow(probs[l, h], cmap="Blues", vmin=0, vmax=1)
-                ax.set_title(f"layer {l}, head {h}", fontsize=9)
-                ax.set_xticks(range(len(labels)), labels, fontsize=7, rotation=90)
-                ax.set_yticks(range(len(labels)), labels, fontsize=7)
-        fig.colorbar(im, ax=axes, shrink=0.6, label="attention")
-    return fig
-
-def attention_widget(params, cfg, vocab, text: str = "中国人民银行今天宣布"):
-    "A sentence box and layer/head choices over `plot_attention` of a trained model."
-    import ipywidgets as W
-    from IPython.display import display
-    from mint.core import widget_panel
-    def draw(text, layer, head):
-        if not text: return print("type a sentence")
-        display(plot_attention(*attention_maps(params, cfg, vocab, text), layer, head))
-    every = lambda n: [("all", None)] + [(str(i), i) for i in range(n)]
-    return widget_panel(draw, dict(text=W.Text(text, description="sentence", continuous_update=False),
-                                   layer=W.Dropdown(options=every(cfg.n_layers), description="layer"),
-                                   head=W.Dropdown(options=every(cfg.n_heads), description="head")))

@@ -4,7 +4,7 @@
 
 # %% ../nbs/38_report.ipynb #bae7cb9b
 from __future__ import annotations
-import html, io, json, math, re, time
+import atexit, html, io, itertools, json, math, os, re, shutil, time
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -18,7 +18,7 @@ from .train import TrainConfig, plot_history, LiveCurves
 # %% auto #0
 __all__ = ['FP32_PEAK', 'LM_PROMPTS', 'CHAT_PROMPTS', 'param_table', 'model_flops_per_token', 'mfu', 'figure_svg',
            'curves_figure', 'external_references', 'sample_texts', 'training_rows', 'render_report', 'write_report',
-           'Run', 'fit']
+           'Run', 'fit', 'demo_dir']
 
 # %% ../nbs/38_report.ipynb #2e6889bb
 def _component(name: str) -> str:
@@ -268,3 +268,21 @@ def fit(data: str = "peoples_daily", preset: str = "tiny", steps: int = 300, out
                        log=log, progress=progress, callbacks=cbs)
     if not (Path(out) / "report.html").exists(): write_report(out, rep)
     return Run.load(out)
+
+# %% ../nbs/38_report.ipynb #7a6f1efe
+_DEMO_COUNT = itertools.count(1)
+
+def _alive(pid: int) -> bool:
+    try: os.kill(pid, 0); return True
+    except ProcessLookupError: return False
+    except (PermissionError, OSError): return True
+
+def demo_dir(name: str) -> Path:
+    "A fresh run folder for a chapter's demo, `runs_dir()/_demo-NAME-PID-N`, removed when the process ends (and by a later call if the process died)."
+    root = runs_dir()
+    for old in root.glob("_demo-*-*-*"):                  # only folders this function names
+        pid = old.name.rsplit("-", 2)[-2]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)): shutil.rmtree(old, ignore_errors=True)
+    d = root / f"_demo-{name}-{os.getpid()}-{next(_DEMO_COUNT)}"
+    atexit.register(shutil.rmtree, d, True)
+    return d

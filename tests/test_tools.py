@@ -10,11 +10,16 @@ check_outputs = importlib.util.module_from_spec(spec); spec.loader.exec_module(c
 KERNEL = {"kernelspec": {"display_name": "python3", "language": "python", "name": "python3"}}
 
 
-def notebook(tmp_path, *outputs, metadata=KERNEL) -> Path:
+def notebook(tmp_path, *outputs, metadata=KERNEL, source="x", cells=None) -> Path:
+    "A one-cell notebook (`source`, `outputs`), or the notebook of `cells` given as (type, source, outputs)."
+    cells = cells or [("code", source, list(outputs))]
     p = tmp_path / "nb.ipynb"
-    p.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "x", "metadata": {}, "outputs": list(outputs)}],
-                             "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}))
+    p.write_text(json.dumps({"cells": [{"cell_type": k, "source": s, "metadata": {}, **({"outputs": o} if k == "code" else {})}
+                                       for k, s, o in cells], "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}))
     return p
+
+
+def whats(path) -> list: return [w for _, w, _ in check_outputs.problems(path)]
 
 
 def stream(text, name="stdout"): return {"output_type": "stream", "name": name, "text": text}
@@ -44,3 +49,49 @@ def test_passes_what_a_chapter_may_print(tmp_path):
 
 def test_the_committed_notebooks_are_clean(capsys):
     assert check_outputs.main([]) == 0, capsys.readouterr().out
+
+
+PNG = {"output_type": "display_data", "data": {"image/png": "iVBOR", "text/plain": "<Figure>"}, "metadata": {}}
+
+
+def test_flags_an_output_under_an_export_cell_that_only_defines(tmp_path):
+    src = '#| export\nimport numpy as np\nTILE = 16\ndef f(x):\n    "doc"\n    print(x)\n'
+    assert whats(notebook(tmp_path, stream("stale\n"), source=src)) == ["output under an export cell that only defines"]
+    assert whats(notebook(tmp_path, source=src)) == []
+    # an export cell that runs something at import (it may print) may keep its output
+    assert whats(notebook(tmp_path, stream("mint: simulator on\n"), source="#| export\nuse_simulator()")) == []
+
+
+def test_flags_a_cell_that_prints_displays_or_draws_without_output(tmp_path):
+    for src in ('print("loss", 3.2)', "for i in range(2):\n    display(i)", "fig = run.plot()", "show_gpu_record('04_matmul/timing')"):
+        assert whats(notebook(tmp_path, source=src)) == ["no output under a cell that prints, displays or draws"], src
+    # not when it may print nothing (a branch), when it does not run, or when it is a skipped GPU cell
+    for src in ('if bad: print("bad")', '#| eval: false\nprint(1)', '#| gpu\nprint(1)', 'def f():\n    print(1)'):
+        assert whats(notebook(tmp_path, source=src)) == [], src
+    assert whats(notebook(tmp_path, stream("loss 3.2\n"), source='print("loss", 3.2)')) == []
+
+
+def test_flags_a_notebook_that_stores_fewer_figures_than_it_draws(tmp_path):
+    "A figure lost to MPLBACKEND=Agg: the cell printed something, but its figure is gone."
+    src = 'print("curve"); plot_history(h)'
+    assert whats(notebook(tmp_path, stream("curve\n"), source=src)) == ["no figure stored under a cell that draws"]
+    assert whats(notebook(tmp_path, stream("curve\n"), PNG, source=src)) == []
+
+
+def test_flags_prose_quoting_a_number_the_cell_below_prints_differently(tmp_path):
+    cells = lambda prose: [("markdown", prose, None), ("code", "print(t)", [stream("forward + backward 0.52 ms\n")])]
+    bad = notebook(tmp_path, cells=cells("On an H200: forward + backward ≈ 0.33 ms."))
+    assert whats(bad) == ["prose quotes a number the cell below prints differently"]
+    assert "0.33 ms" in check_outputs.problems(bad)[0][2]
+    for ok in ("about 0.5 ms (rounded as the prose rounds)", "0.52 ms", "16×16 tiles, 3 layers", "a 2 MiB buffer (no MiB printed)"):
+        assert whats(notebook(tmp_path, cells=cells(ok))) == [], ok
+
+
+def test_the_new_checks_fire_on_a_real_chapter_with_its_figures_wiped(tmp_path):
+    "What MPLBACKEND=Agg did to 06_rope: a stored notebook whose drawing cell lost its figure fails."
+    nb = json.loads((ROOT / "nbs" / "11_optim.ipynb").read_text(encoding="utf-8"))
+    for c in nb["cells"]:
+        if c["cell_type"] == "code":
+            c["outputs"] = [o for o in c["outputs"] if "image/png" not in o.get("data", {})]
+    p = tmp_path / "wiped.ipynb"; p.write_text(json.dumps(nb))
+    assert any("draws" in w for w in whats(p))
