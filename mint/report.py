@@ -13,12 +13,12 @@ from .core import ModelConfig, gpu_info
 from .vocab import Vocab
 from .model import param_specs, n_params
 from .checkpoint import atomic_write, load_checkpoint, runs_dir
-from .train import TrainConfig, plot_history, LiveCurves
+from .train import TrainConfig
 
 # %% auto #0
 __all__ = ['FP32_PEAK', 'LM_PROMPTS', 'CHAT_PROMPTS', 'param_table', 'model_flops_per_token', 'mfu', 'figure_svg',
            'curves_figure', 'external_references', 'sample_texts', 'training_rows', 'render_report', 'write_report',
-           'Run', 'fit', 'demo_dir']
+           'demo_dir']
 
 # %% ../nbs/38_report.ipynb #2e6889bb
 def _component(name: str) -> str:
@@ -211,63 +211,6 @@ def write_report(run_dir, summary: dict | None = None, prompts=None) -> Path:
         cfg = ModelConfig.from_dict(summary["config"])
     page = render_report(d.resolve().name, hist, summary, cfg, meta, samples)
     return atomic_write(d / "report.html", lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))
-
-# %% ../nbs/38_report.ipynb #6af0fcd6
-@dataclass
-class Run:
-    "A finished run read from its folder: `history`, `config`, `vocab`, `params` (best checkpoint), `meta`, `summary`; `plot()`, `generate()`, `chat()`."
-    dir: Path
-    history: dict
-    config: ModelConfig
-    vocab: Vocab
-    params: np.ndarray = field(repr=False)
-    meta: dict = field(default_factory=dict, repr=False)
-    summary: dict = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def load(cls, run_dir) -> "Run":
-        "Read a run folder written by `mint train` / `fit` (best checkpoint, `history.json`, `summary.json`)."
-        d = Path(run_dir)
-        ck = load_checkpoint(d / "best.safetensors")
-        hist = json.loads((d / "history.json").read_text(encoding="utf-8"))
-        summ = json.loads((d / "summary.json").read_text(encoding="utf-8")) if (d / "summary.json").exists() else {}
-        return cls(d, hist, ck.config, ck.vocab, ck.params, ck.meta, summ)
-
-    @property
-    def report_path(self) -> Path: return self.dir / "report.html"
-
-    def plot(self, title: str | None = None):
-        "The run's curves (loss, validation loss, learning rate) as a matplotlib `Figure`."
-        return plot_history(self.history, title=title or f"{self.dir.name}")
-
-    def generate(self, prompt: str, **kwargs) -> str:
-        "Continue `prompt` with the best weights (`mint.generate.generate`: max_new_tokens, temperature, top_k, top_p, seed)."
-        from mint.generate import generate
-        return generate(self.params, self.config, self.vocab, prompt, **kwargs)
-
-    def chat(self, **kwargs):
-        "A `mint.chat.ChatSession` over the best weights (`.ask(text) -> reply`)."
-        from mint.chat import ChatSession
-        return ChatSession(self.params, self.config, self.vocab, **kwargs)
-
-    def __repr__(self) -> str:
-        v = self.meta.get("val_loss", math.nan)
-        return (f"Run({str(self.dir)!r}: {len(self.history['step'])} steps, best validation loss {v:.3f} at step "
-                f"{self.meta.get('step', '?')}, {n_params(self.config):,} parameters)")
-
-def fit(data: str = "peoples_daily", preset: str = "tiny", steps: int = 300, out=None, live: bool = True,
-        device: str = "auto", overwrite: bool = False, max_samples: int | None = None, log=print, progress: bool = True,
-        **train_options) -> Run:
-    "Train from one cell (the pipeline of `mint train`) with a progress bar and live curves; returns the `Run`. `train_options` go to `TrainConfig`."
-    from mint.pipeline import train_corpus
-    train_options.setdefault("eval_every", max(1, steps // 10))
-    tcfg = TrainConfig(steps=steps, **train_options)
-    if out is None: out = runs_dir() / f"{Path(str(data)).stem}-{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
-    cbs = [LiveCurves(title=f"{preset} on {Path(str(data)).stem}")] if live else []
-    rep = train_corpus(data, preset, tcfg, out, device=device, overwrite=overwrite, max_samples=max_samples,
-                       log=log, progress=progress, callbacks=cbs)
-    if not (Path(out) / "report.html").exists(): write_report(out, rep)
-    return Run.load(out)
 
 # %% ../nbs/38_report.ipynb #7a6f1efe
 _DEMO_COUNT = itertools.count(1)
