@@ -120,8 +120,9 @@ def _uninstall() -> None:
 # %% ../nbs/22_counters.ipynb #d04eba44
 def records_dir() -> Path:
     "Where GPU records live: `$MINT_GPU_RECORDS`, else bench/results/gpu_cells of the clone `mint` was imported from."
+    import mint
     env = os.environ.get("MINT_GPU_RECORDS")
-    return Path(env) if env else Path(__file__).resolve().parent.parent / "bench" / "results" / "gpu_cells"
+    return Path(env) if env else Path(mint.__file__).resolve().parent.parent / "bench" / "results" / "gpu_cells"
 
 def _record_file(key: str) -> tuple:
     chapter, sep, name = key.partition("/")

@@ -116,7 +116,7 @@ def split_tail(samples, val_frac: float = 0.05, dropped: Counter | None = None) 
     key = lambda s: tuple(s) if isinstance(s, list) else s
     seen = {key(s) for s in train}
     val = [s for s in tail if key(s) not in seen]
-    if dropped is not None and len(val) < len(tail): dropped["validation samples also in the training part"] += len(tail) - len(val)
+    if dropped is not None and len(val) < len(tail): dropped["validation samples left out because the same text is in the training part (they would test memory, not generalisation)"] += len(tail) - len(val)
     if not val:
         raise ValueError(f"split_tail: all {n_val} validation samples also occur in the training part; "
                          f"use more data or a larger val_frac")

@@ -318,10 +318,11 @@ class Run:
         "The run's curves (loss, validation loss, learning rate) as a matplotlib `Figure`."
         return plot_history(self.history, title=title or f"{self.dir.name}")
 
-    def generate(self, prompt: str, **kwargs) -> str:
-        "Continue `prompt` with the best weights (`mint.generate.generate`: max_new_tokens, temperature, top_k, top_p, seed)."
+    def generate(self, prompt: str, with_prompt: bool = False, **kwargs) -> str:
+        "Continue `prompt` with the best weights (`mint.generate.generate`: max_new_tokens, temperature, top_k, top_p, seed); `with_prompt`: the prompt, then its continuation."
         from mint.generate import generate
-        return generate(self.params, self.config, self.vocab, prompt, **kwargs)
+        text = generate(self.params, self.config, self.vocab, prompt, **kwargs)
+        return prompt + text if with_prompt else text
 
     def chat(self, **kwargs):
         "A `mint.chat.ChatSession` over the best weights (`.ask(text) -> reply`)."

@@ -71,6 +71,7 @@ def _advance(line: int, col: int, s: str) -> tuple[int, int]:
     nl = s.count("\n")
     return (line + nl, len(s) - s.rfind("\n")) if nl else (line, col + len(s))
 
+# %% ../nbs/32_records.ipynb #1bb9f33d
 class JsonStream:
     "The values at one path of a JSON document, streamed with ijson, with the line each starts on; errors give line and column."
     def __init__(self, stream: TextStream):
@@ -214,6 +215,7 @@ def conversation_turns(turns: list) -> list[tuple[str, str]]:
         out.append((speaker, _turn_text(t.get("value", t.get("content")), i, "value/content")))
     return out
 
+# %% ../nbs/32_records.ipynb #49074444
 def turns_samples(rec, dropped: Counter | None = None) -> list[tuple[str, str]]:
     "`(human turn, next assistant turn)` pairs of one conversation record; other turns dropped and counted; BadRecord if none."
     turns = _conversation(rec)
@@ -271,6 +273,7 @@ def qa_items(label: str, rec) -> Iterator[tuple[str, object]]:
 PLACEHOLDER_ANSWERS = {"", "n/a", "na", "none", "null", "nan", "unknown", "fake_answer", "fake answer", "no answer",
                        "noanswer", "无答案", "暂无", "暂无答案", "没有答案"}
 
+# %% ../nbs/32_records.ipynb #9149657f
 def answer_problem(a, ctx: str) -> tuple[str, str]:
     "`(text, '')` for a usable answer (string or `{text, answer_start}`) to context `ctx`, else `('', why)` with `why` its kind."
     text, start = (a, None) if isinstance(a, str) else (a.get("text"), a.get("answer_start")) if isinstance(a, dict) else (None, None)
@@ -288,6 +291,7 @@ def _answer_list(answers) -> list:
         return [{"text": t, "answer_start": s} for t, s in zip(answers["text"], starts)]
     return answers
 
+# %% ../nbs/32_records.ipynb #e3a00aa5
 def qa_samples(item, dropped: Counter | None = None) -> list[tuple[str, str]]:
     "`[(context + QA_SEP + question, first usable answer)]` of one `(context, qa)` item; BadRecord (by kind) when no answer is usable."
     ctx, qa = item
@@ -333,6 +337,7 @@ SHAPES = {  # name: the records it reads, for error messages
 
 def _all_str(xs) -> bool: return bool(xs) and all(isinstance(x, str) for x in xs)
 
+# %% ../nbs/32_records.ipynb #7fe04025
 def record_format(rec) -> str | None:
     "The format name ('belle', 'turns', 'lccc', 'qa', 'text') a parsed record looks like, or None (never a guess)."
     if isinstance(rec, str): return "text"
@@ -389,6 +394,7 @@ def scrub(rec, dropped: Counter):
     if isinstance(rec, dict): return {k: scrub(v, dropped) for k, v in rec.items()}
     return rec
 
+# %% ../nbs/32_records.ipynb #e9d0f1a3
 def collect(records: Iterable[tuple[str, object]], path, fmt: str | None = None, max_samples: int | None = None,
             stream: TextStream | None = None, dropped: Counter | None = None) -> Corpus:
     "Corpus from `(label, record)` pairs: format `fmt` (or detected from the first recognisable record), bad records skipped and counted, stop at `max_samples`."
@@ -477,6 +483,7 @@ def _text_records(stream: TextStream, dropped: Counter) -> Iterator[tuple[str, s
 def _array_records(stream: TextStream) -> Iterator[tuple[str, object]]:
     for i, line, v in JsonStream(stream).items("item"): yield f"line {line} [{i}]", v
 
+# %% ../nbs/32_records.ipynb #bcf0e0d1
 def _object_records(stream: TextStream, notes: list) -> Iterator[tuple[str, object]]:
     js, count = JsonStream(stream), Counter()
     for _, line, v in js.items(("data.item", "train.item")):
@@ -504,6 +511,7 @@ def _head(path) -> str:
     head = "".join(parts)
     return head.split("\n", 1)[0].strip() if head.startswith("{") else head[:1]
 
+# %% ../nbs/32_records.ipynb #1bb5bda9
 def _is_json_line(line: str) -> bool:
     "True if a file whose first line is `line` is JSON Lines: the line is a whole JSON value that is not a container of records (`{\"data\": [...]}`, `{\"train\": [...]}`), or a broken one that ends with '}'."
     try: v = _DEC.decode(line)

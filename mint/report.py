@@ -13,10 +13,10 @@ from .core import ModelConfig, gpu_info
 from .vocab import Vocab
 from .model import param_specs, n_params
 from .checkpoint import atomic_write, load_checkpoint, runs_dir
-from .train import TrainConfig
+from .train import TrainConfig, plot_history, LiveCurves
 
 # %% auto #0
-__all__ = ['FP32_PEAK', 'LM_PROMPTS', 'CHAT_PROMPTS', 'param_table', 'model_flops_per_token', 'mfu', 'figure_svg',
+__all__ = ['FP32_PEAK', 'LM_PROMPTS', 'CHAT_PROMPTS', 'EMPTY_SAMPLE', 'param_table', 'model_flops_per_token', 'mfu', 'figure_svg',
            'curves_figure', 'external_references', 'sample_texts', 'training_rows', 'render_report', 'write_report',
            'demo_dir']
 
@@ -129,6 +129,8 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}.key{display:flex;flex-w
 .key div{min-width:9em}.key b{display:block;font-size:1.3em}.muted{color:#777}svg{max-width:100%;height:auto}
 .sample{white-space:pre-wrap}.bad{color:#b00020}"""
 
+EMPTY_SAMPLE = "<i>(nothing: the first token the model sampled was the end of the text)</i>"
+
 def _e(x) -> str: return html.escape(str(x), quote=False)
 
 def _num(x, fmt: str = "{:,.3f}") -> str:
@@ -178,7 +180,7 @@ def render_report(name: str, hist: dict, summary: dict, cfg: ModelConfig | None,
                   f"<table><tr><th>component</th><th>parameters</th><th>share</th><th>tensors</th></tr>{rows}</table>"]
     if s.get("train_config"): parts += ["<h2>Training</h2>", _kv_table(training_rows(s["train_config"], cfg))]
     if samples:
-        rows = "".join(f"<tr><td>{_e(p)}</td><td class=sample><b>{_e(p)}</b>{_e(t)}</td></tr>" for p, t in samples)
+        rows = "".join(f"<tr><td>{_e(p)}</td><td class=sample><b>{_e(p)}</b>{_e(t) if t else EMPTY_SAMPLE}</td></tr>" for p, t in samples)
         parts += ["<h2>Samples</h2><p class=muted>temperature 0.7, top-k 50, top-p 0.9, seed 0</p>",
                   f"<table><tr><th>prompt</th><th>model</th></tr>{rows}</table>"]
     return (f"<!DOCTYPE html><html lang=zh><head><meta charset=utf-8><title>Mint report: {_e(name)}</title>"

@@ -191,6 +191,7 @@ def _span(prefix: bytes, n: int):
     hi = next((s[1] for c in range(0xBF, 0x7F, -1) if (s := _span(prefix + bytes([c]), n))), None)
     return None if lo is None else (lo, hi)
 
+# %% ../nbs/30_tokenizer.ipynb #05c29781
 def unknown_prefixes(known) -> list[bytes]:
     "The shortest UTF-8 byte prefixes that together cover exactly the code points not in `known` (NUL and surrogates left out)."
     cps = sorted(ord(c) for c in known)
@@ -206,6 +207,7 @@ def unknown_prefixes(known) -> list[bytes]:
         if _span(bytes([lead]), _utf8_len(lead)): walk(bytes([lead]), _utf8_len(lead))
     return out
 
+# %% ../nbs/30_tokenizer.ipynb #a740ea87
 def double_array(keys: dict) -> np.ndarray:
     "A darts-clone double array (XOR addressing, the layout SentencePiece's precompiled charsmap uses) of `keys` (bytes -> value)."
     root = {}
@@ -242,6 +244,7 @@ def double_array(keys: dict) -> np.ndarray:
     assert (units[:last] >> 10 & ((1 << 21) - 1)).max() < (1 << 21)
     return units[:last].astype(np.uint32)
 
+# %% ../nbs/30_tokenizer.ipynb #7a585ad2
 def precompiled_charsmap(known, placeholder: str, aliases: dict | None = None) -> bytes:
     "SentencePiece's precompiled charsmap that rewrites each of `aliases` as its entry and every other character not in `known` as `placeholder` (NUL excepted)."
     aliases = aliases or {}
@@ -254,6 +257,7 @@ def precompiled_charsmap(known, placeholder: str, aliases: dict | None = None) -
     units = double_array(keys)
     return struct.pack("<I", units.nbytes) + units.astype("<u4").tobytes() + bytes(repl)
 
+# %% ../nbs/30_tokenizer.ipynb #36096533
 def charsmap_normalize(blob: bytes, text: str) -> str:
     "What llama.cpp's Unigram normalizer makes of `text` with the charsmap `blob` (a reference for the checks)."
     n = struct.unpack_from("<I", blob)[0]

@@ -47,6 +47,7 @@ _EMPTY_PARENS = re.compile(r"（[\s，、；;,]*）|\([\s,;]*\)")
 _SPACES = re.compile(r"[ \t]+")
 _REDIRECT = re.compile(r"^\s*#\s*(redirect|重定向)", re.I)
 
+# %% ../nbs/33_wiki.ipynb #33530a72
 def _conv_text(m) -> str:
     body = m.group(1)
     flags = re.match(r"^\s*([A-Za-z;\-\s]+)\|", body)
@@ -65,6 +66,7 @@ def _link_dropped(title: str) -> bool:
     ns = title.split(":", 1)[0].strip().lower()
     return ns in _DROP_LINK_NS or bool(_INTERLANG.match(ns))
 
+# %% ../nbs/33_wiki.ipynb #63e42128
 def _plain(nodes) -> str:
     "The reader-visible text of a list of mwparserfromhell nodes (see the table above)."
     out = []
@@ -92,6 +94,7 @@ def clean_wikitext(text: str) -> str:
     s = _EMPTY_PARENS.sub("", s)
     return "\n".join(_SPACES.sub(" ", line).strip() for line in s.split("\n"))
 
+# %% ../nbs/33_wiki.ipynb #47162c9d
 def wiki_blocks(text: str) -> list[str]:
     "The non-empty blocks (blank-line separated) of cleaned wiki text, any length; [] for a redirect."
     if _REDIRECT.match(text): return []
@@ -115,6 +118,7 @@ def _valid(s: str, dropped: Counter) -> str:
     if n: dropped[INVALID] += n
     return s
 
+# %% ../nbs/33_wiki.ipynb #2441ee81
 def iter_wiki_pages(path, dropped: Counter | None = None) -> Iterator[tuple[str, str]]:
     "`(title, wikitext)` of each article page (ns 0, not a redirect; the others counted in `dropped`) of a MediaWiki XML dump (.xml or .bz2), streamed with iterparse."
     dropped = Counter() if dropped is None else dropped
@@ -137,6 +141,7 @@ def iter_wiki_pages(path, dropped: Counter | None = None) -> Iterator[tuple[str,
             elif redirect or _REDIRECT.match(text): dropped["redirect pages"] += 1
             else: yield title, text
 
+# %% ../nbs/33_wiki.ipynb #f0451c5f
 def _dump_error(dump: Path, e: BaseException) -> CorpusError | None:
     if isinstance(e, EOFError):
         return CorpusError(f"{dump}: truncated bz2 dump (the compressed stream ends early: {e}); download it again")
@@ -151,6 +156,7 @@ def _dump_error(dump: Path, e: BaseException) -> CorpusError | None:
 WIKI_BATCH = 256                # pages handed to the worker processes at a time
 WIKI_PARALLEL_BYTES = 64 << 20  # dumps larger than this are parsed by os.cpu_count() processes unless told otherwise
 
+# %% ../nbs/33_wiki.ipynb #e53fc2fd
 def build_wiki_cache(dump, cache, min_chars: int = MIN_PARAGRAPH_CHARS, workers: int = 1) -> tuple[int, Counter]:
     "Parse `dump` once into `cache` (JSONL, `{\"text\": paragraph}` per line) via a temp file renamed when complete; returns (paragraphs written, what was dropped)."
     dump, cache = Path(dump), Path(cache)
@@ -178,6 +184,7 @@ def build_wiki_cache(dump, cache, min_chars: int = MIN_PARAGRAPH_CHARS, workers:
         if pool is not None: pool.terminate()
     return n, dropped
 
+# %% ../nbs/33_wiki.ipynb #ed3cd4a8
 def wiki_cache_path(dump, cache_dir) -> Path:
     "Where the JSONL cache of `dump` lives: `cache_dir/<dump name>-<hash of its absolute path and size>.jsonl`."
     dump = Path(dump)
