@@ -116,7 +116,7 @@ def on_device(a) -> bool:
     "True if `a` is a numba CUDA device array (real or simulated), False for NumPy arrays."
     return hasattr(a, "copy_to_host")
 
-#| export
+# %% ../nbs/00_core.ipynb #6f596d76
 def gpu_info() -> dict | None:
     "Name, memory, compute capability and numba/numba-cuda versions of the current CUDA GPU, or None without one."
     if not gpu_available(): return None
@@ -171,6 +171,7 @@ def _in_ipython() -> bool:
     ipy = sys.modules.get("IPython")
     return bool(ipy and ipy.get_ipython() is not None)
 
+# %% ../nbs/00_core.ipynb #6088c495
 def use_simulator_without_gpu() -> bool:
     "Set `NUMBA_ENABLE_CUDASIM=1` when it is unset and no CUDA driver is found (before numba is imported); True if it did."
     if "NUMBA_ENABLE_CUDASIM" in os.environ or cuda_driver_found(): return False

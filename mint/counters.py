@@ -21,11 +21,13 @@ def _bump(key: str, nbytes: int = 0) -> None:
         c.counts[key] += 1
         if key + "_bytes" in c.counts: c.counts[key + "_bytes"] += int(nbytes)
 
+# %% ../nbs/22_counters.ipynb #b993efdf
 def _patch(owner, name: str, make) -> None:
     "Replace `owner.name` by `make(original)`; remember how to undo it."
     orig = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
     setattr(owner, name, make(orig)); _UNDO.append((owner, name, orig))
 
+# %% ../nbs/22_counters.ipynb #31b7c00a
 def _patch_function(name: str, module, make) -> None:
     "Replace function `module.name` everywhere numba.cuda's modules hold it (namespaces re-export it)."
     orig = getattr(module, name)
@@ -34,6 +36,7 @@ def _patch_function(name: str, module, make) -> None:
         if mname.startswith("numba.cuda") and mod is not None and getattr(mod, name, None) is orig:
             setattr(mod, name, new); _UNDO.append((mod, name, orig))
 
+# %% ../nbs/22_counters.ipynb #24caa600
 def _install_real() -> None:
     "Hooks on a real GPU: the driver's allocation and copy entry points, and kernel launch."
     from numba.cuda.cudadrv import driver
@@ -59,6 +62,7 @@ def _install_real() -> None:
         return f
     _patch(dispatcher._Kernel, "launch", on_launch)
 
+# %% ../nbs/22_counters.ipynb #1d0ab326
 def _install_sim() -> None:
     "Hooks in the simulator: FakeCUDAArray creation and copies, pinned_array, kernel calls."
     from numba.cuda.simulator.cudadrv import devicearray as sda
@@ -95,6 +99,7 @@ def _install_sim() -> None:
         return f
     _patch(skernel.FakeCUDAKernel, "__call__", on_call)
 
+# %% ../nbs/22_counters.ipynb #4f469fa8
 class TransferCounter:
     "Counts device allocations, pinned host allocations, host↔device copies (with bytes) and kernel launches while active (`with TransferCounter() as c:`; `c.counts`)."
     def __init__(self): self.counts = dict.fromkeys(COUNTER_KEYS, 0)
@@ -112,6 +117,7 @@ class TransferCounter:
         "Counts accumulated since `snap` (a `snapshot()`)."
         return {k: self.counts[k] - snap[k] for k in COUNTER_KEYS}
 
+# %% ../nbs/22_counters.ipynb #4c0f6f62
 def _uninstall() -> None:
     while _UNDO:
         owner, name, orig = _UNDO.pop()
@@ -124,6 +130,7 @@ def records_dir() -> Path:
     env = os.environ.get("MINT_GPU_RECORDS")
     return Path(env) if env else Path(mint.__file__).resolve().parent.parent / "bench" / "results" / "gpu_cells"
 
+# %% ../nbs/22_counters.ipynb #4baaead4
 def _record_file(key: str) -> tuple:
     chapter, sep, name = key.partition("/")
     if not (sep and chapter and name): raise ValueError(f"a GPU record key is 'chapter/name', got {key!r}")
@@ -141,6 +148,7 @@ class _Tee(io.TextIOBase):
     def write(self, s): self.out.write(s); self.buf.write(s); return len(s)
     def flush(self): self.out.flush()
 
+# %% ../nbs/22_counters.ipynb #9640b71f
 @contextlib.contextmanager
 def gpu_record(key: str, device: str | None = None):
     "Around a `#| gpu` cell's body: what it prints shows as usual and, when the body succeeds, is stored under `key` with device and date."

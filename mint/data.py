@@ -52,6 +52,7 @@ def _valid(s: str, dropped: Counter | None) -> str:
     if n and dropped is not None: dropped[INVALID] += n
     return s
 
+# %% ../nbs/02_data.ipynb #6f528861
 def load_peoples_daily(max_lines: int | None = None, path=None, dropped: Counter | None = None) -> list[str]:
     "People's Daily Jan 1998 (§7.1 default LM text): one tag-free string per non-empty line, at most `max_lines`; blank lines and invalid characters counted in `dropped`."
     if max_lines is not None and (not isinstance(max_lines, (int, np.integer)) or max_lines < 1):
@@ -96,6 +97,7 @@ def load_chat_yaml(path, dropped: Counter | None = None) -> list[tuple[str, str]
         pairs += list(zip(utts[:-1], utts[1:]))
     return pairs
 
+# %% ../nbs/02_data.ipynb #fce97c67
 def load_chatterbot_chinese(data_dir=None, dropped: Counter | None = None) -> list[tuple[str, str]]:
     "All (prompt, reply) pairs of chatterbot-corpus `data/chinese/*.yml` (or `data_dir/*.yml`), files in name order; invalid characters counted in `dropped`."
     d = Path(data_dir) if data_dir is not None else package_dir("chatterbot_corpus") / "data" / "chinese"
@@ -262,6 +264,7 @@ def encode_chat_pairs(pairs, vocab: Vocab, seq_len: int | None = None,
                          f"removed (their replies are longer): use a longer --seq-len or shorter samples")
     return out
 
+# %% ../nbs/02_data.ipynb #f82cd98f
 def _chat_batches(encoded, order, batch_size: int, seq_len: int, pack: bool) -> Iterator[Batch]:
     "Fill `[batch_size, seq_len]` batches with the samples `encoded[i]` for i in `order`, padded or packed."
     order, pending, done = iter(order), None, False
@@ -281,6 +284,7 @@ def _chat_batches(encoded, order, batch_size: int, seq_len: int, pack: bool) -> 
             o, s, pending = o + L, s + 1, None
         if r > 0 or o > 0: yield b
 
+# %% ../nbs/02_data.ipynb #6f94f2e6
 def chat_batches(pairs, vocab: Vocab, batch_size: int, seq_len: int, rng, pack: bool = False,
                  dropped: Counter | None = None) -> Iterator[Batch]:
     "Infinite `Batch`es of (prompt, reply) `pairs` fitted to `seq_len` (`fit_chat`; counted in `dropped`), a new random order per epoch; padded (seg None) or `pack`ed (seg 1.., pos per sample)."

@@ -39,12 +39,14 @@ def fix_lone_surrogates(s: str) -> str:
     if not _LONE_HINT.search(s): return s
     return _ESCAPE.sub(lambda m: "\\uffff" if len(m.group()) == 6 and m.group()[1] == "u" else m.group(), s)
 
+# %% ../nbs/32_records.ipynb #0f6d5cc1
 def _safe_cut(text: str) -> int:
     "The largest `i <= len(text)` with no backslash in the 11 characters before it: no JSON escape (at most 12 chars) spans `i`."
     i = len(text)
     while "\\" in text[max(0, i - 11):i]: i = text.rfind("\\", max(0, i - 11), i)
     return i
 
+# %% ../nbs/32_records.ipynb #f66995f4
 def json_pieces(chunks: Iterable[str]) -> Iterator[str]:
     "The text of `chunks` cut into pieces that end at a newline (kept) or at a chunk end, never inside an escape sequence."
     carry = ""
@@ -170,6 +172,7 @@ def _need_str(rec: dict, key: str, default=None) -> str:
     if not isinstance(v, str): raise BadRecord(f"field {key!r} is {type(v).__name__}, not a string")
     return clean_text(v)
 
+# %% ../nbs/32_records.ipynb #594adf9b
 def _need_dict(rec, what="an object") -> dict:
     if not isinstance(rec, dict): raise BadRecord(f"expected {what}, got {type(rec).__name__}")
     return rec
@@ -196,6 +199,7 @@ def _conversation(rec) -> list:
         rec = next((rec[k] for k in CONVERSATION_KEYS if isinstance(rec.get(k), list)), rec)
     return rec
 
+# %% ../nbs/32_records.ipynb #b883bd0a
 def _turn_text(v, i: int, field: str) -> str:
     if not isinstance(v, str): raise BadRecord(f"turn {i}: {field!r} is {type(v).__name__}, not a string")
     return clean_text(v)
@@ -252,6 +256,7 @@ def _qa_children(rec: dict, key: str) -> list:
     if not isinstance(v, list): raise BadRecord(f"field {key!r} is {type(v).__name__}, not a list")
     return v
 
+# %% ../nbs/32_records.ipynb #249f0cbe
 def qa_items(label: str, rec) -> Iterator[tuple[str, object]]:
     "Yield `(label, (context, qa))` for every question in a SQuAD/CMRC record (whole file, article, or paragraph), or `(label, BadRecord)`."
     sep = "." if label.endswith("]") else " "
@@ -270,6 +275,7 @@ def qa_items(label: str, rec) -> Iterator[tuple[str, object]]:
         yield label, e; return
     for i, kid in enumerate(kids): yield from qa_items(f"{label}{sep}{key}[{i}]", kid)
 
+# %% ../nbs/32_records.ipynb #24332d60
 PLACEHOLDER_ANSWERS = {"", "n/a", "na", "none", "null", "nan", "unknown", "fake_answer", "fake answer", "no answer",
                        "noanswer", "无答案", "暂无", "暂无答案", "没有答案"}
 
@@ -283,6 +289,7 @@ def answer_problem(a, ctx: str) -> tuple[str, str]:
     if text not in ctx: return "", "answer not in context"
     return text, ""
 
+# %% ../nbs/32_records.ipynb #e9d0f4d6
 def _answer_list(answers) -> list:
     "SQuAD's list of answers; Hugging Face's column form `{text: [...], answer_start: [...]}` turned into that list."
     if isinstance(answers, dict) and isinstance(answers.get("text"), list):
@@ -335,6 +342,7 @@ SHAPES = {  # name: the records it reads, for error messages
     "text":  '"a string" or {"text": "..."} (LM text)',
 }
 
+# %% ../nbs/32_records.ipynb #4859f0f1
 def _all_str(xs) -> bool: return bool(xs) and all(isinstance(x, str) for x in xs)
 
 # %% ../nbs/32_records.ipynb #7fe04025
@@ -384,6 +392,7 @@ def check_max(max_samples):
     if max_samples is not None and (not isinstance(max_samples, int) or max_samples < 1):
         raise ValueError(f"max_samples must be a positive integer or None, got {max_samples!r}")
 
+# %% ../nbs/32_records.ipynb #a9cd7f86
 def scrub(rec, dropped: Counter):
     "`rec` (parsed JSON or a line) with the invalid characters removed from every string value, counted in `dropped[INVALID]`."
     if isinstance(rec, str):
@@ -470,6 +479,7 @@ def _lines(stream: TextStream, dropped: Counter) -> Iterator[tuple[int, str | Ba
         elif line.strip(): yield lineno, line
         else: dropped["blank lines"] += 1
 
+# %% ../nbs/32_records.ipynb #9810fe3b
 def _jsonl_records(stream: TextStream, dropped: Counter) -> Iterator[tuple[str, object]]:
     for lineno, line in _lines(stream, dropped):
         if isinstance(line, BadRecord): yield f"line {lineno}", line; continue
@@ -480,6 +490,7 @@ def _jsonl_records(stream: TextStream, dropped: Counter) -> Iterator[tuple[str, 
 def _text_records(stream: TextStream, dropped: Counter) -> Iterator[tuple[str, str]]:
     for lineno, line in _lines(stream, dropped): yield f"line {lineno}", line
 
+# %% ../nbs/32_records.ipynb #0433832b
 def _array_records(stream: TextStream) -> Iterator[tuple[str, object]]:
     for i, line, v in JsonStream(stream).items("item"): yield f"line {line} [{i}]", v
 
@@ -498,6 +509,7 @@ def _object_records(stream: TextStream, notes: list) -> Iterator[tuple[str, obje
         others = [k for k in js.keys if k not in ("train", "data")]
         notes.append(f"read the 'train' list" + (f"; ignored {', '.join(others)}" if others else ""))
 
+# %% ../nbs/32_records.ipynb #bc028b74
 def _head(path) -> str:
     "The text of `path` from its first non-whitespace character: the whole first line if that is '{', else that character."
     parts, size = [], 0
@@ -519,6 +531,7 @@ def _is_json_line(line: str) -> bool:
     container = isinstance(v, dict) and any(isinstance(v.get(k), list) for k in ("data", "train"))
     return not (container and record_format(v) in (None, "qa"))
 
+# %% ../nbs/32_records.ipynb #d0d27a22
 def read_records(path, kind: str = "json", max_samples: int | None = None) -> Corpus:
     "Samples of a text ('text'), JSON Lines ('jsonl') or JSON ('json': array, object or JSON Lines, by content) file."
     check_max(max_samples)

@@ -27,6 +27,7 @@ def _component(name: str) -> str:
         return f"layer {i} " + {"self_attn": "attention", "mlp": "MLP (SwiGLU)"}.get(part, "norms")
     return {"model.embed_tokens": "embedding", "model.norm": "final norm"}.get(name.rsplit(".", 1)[0], "lm_head")
 
+# %% ../nbs/38_report.ipynb #63ba3fd5
 def param_table(cfg: ModelConfig) -> list[dict]:
     "One row per component (embedding, each layer's attention / MLP / norms, final norm, lm_head): `component`, `tensors`, `params`, `share`."
     rows, total = {}, n_params(cfg)
@@ -47,6 +48,7 @@ def model_flops_per_token(cfg: ModelConfig, seq_len: int | None = None) -> float
     T = seq_len or cfg.max_seq_len
     return 6 * (n_params(cfg) - cfg.vocab_size * cfg.d_model) + 12 * cfg.n_layers * T * cfg.d_model
 
+# %% ../nbs/38_report.ipynb #a33c26f1
 def mfu(tokens_per_s: float, cfg: ModelConfig, seq_len: int | None, device_name: str | None) -> float | None:
     "Model FLOPs utilisation against the FP32 peak of `device_name` (`FP32_PEAK`); None when the device is unknown."
     peak = next((v for k, v in FP32_PEAK.items() if device_name and k in device_name), None)
@@ -65,6 +67,7 @@ def figure_svg(fig) -> str:
     s = re.sub(r"<metadata>.*?</metadata>", "", s, flags=re.S)
     return re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", s)
 
+# %% ../nbs/38_report.ipynb #bcbcd1e1
 def curves_figure(hist: dict, title: str | None = None):
     "Loss (training, validation), validation perplexity and learning rate of `hist` on one `Figure` of three panels."
     from matplotlib.figure import Figure
@@ -85,6 +88,7 @@ def _css_refs(css: str) -> list[str]:
     refs = [m for m in re.findall(r"url\(\s*['\"]?([^'\")]*)", css) if not m.startswith(("#", "data:"))]
     return refs + re.findall(r"@import[^;]*", css)
 
+# %% ../nbs/38_report.ipynb #e91e0a9e
 class _RefFinder(HTMLParser):
     def __init__(self):
         super().__init__(); self.refs, self.in_style = [], False
@@ -99,6 +103,7 @@ class _RefFinder(HTMLParser):
     def handle_data(self, data):
         if self.in_style: self.refs += _css_refs(data)
 
+# %% ../nbs/38_report.ipynb #c9c795de
 def external_references(doc: str) -> list[str]:
     "Everything in the HTML `doc` a browser would load from outside the file (empty list: self-contained)."
     p = _RefFinder(); p.feed(doc); p.close(); return p.refs
@@ -133,6 +138,7 @@ EMPTY_SAMPLE = "<i>(nothing: the first token the model sampled was the end of th
 
 def _e(x) -> str: return html.escape(str(x), quote=False)
 
+# %% ../nbs/38_report.ipynb #bfe787aa
 def _num(x, fmt: str = "{:,.3f}") -> str:
     return fmt.format(x) if isinstance(x, (int, float)) and math.isfinite(x) else _e(x)
 
@@ -142,6 +148,7 @@ def _kv_table(d: dict) -> str:
 
 _DEFAULT_MEANS = {"eval_batches": "all", "time_limit": "none", "max_lines": "all", "init": "none (from scratch)"}
 
+# %% ../nbs/38_report.ipynb #5e3da935
 def training_rows(tc: dict, cfg: ModelConfig | None) -> dict:
     "The Training table of a report: `tc` (a saved `TrainConfig` dict) with each `None` default replaced by the value the run used."
     rows = {k: v for k, v in tc.items() if k not in ("base_lr", "warmup_steps")}
@@ -150,6 +157,7 @@ def training_rows(tc: dict, cfg: ModelConfig | None) -> dict:
         if v is None: rows[k] = resolved.get(k) if resolved.get(k) is not None else _DEFAULT_MEANS.get(k, "default")
     return rows
 
+# %% ../nbs/38_report.ipynb #a9a41dd1
 def render_report(name: str, hist: dict, summary: dict, cfg: ModelConfig | None, meta: dict, samples: list) -> str:
     "The report page (HTML text) of one run: key figures, problems (if any), curves, data, configs, parameter table, samples."
     s = summary
@@ -186,6 +194,7 @@ def render_report(name: str, hist: dict, summary: dict, cfg: ModelConfig | None,
     return (f"<!DOCTYPE html><html lang=zh><head><meta charset=utf-8><title>Mint report: {_e(name)}</title>"
             f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n")
 
+# %% ../nbs/38_report.ipynb #8e73e245
 def write_report(run_dir, summary: dict | None = None, prompts=None) -> Path:
     "Write `run_dir/report.html` from the run folder's files (`summary`, when given, is saved as `summary.json` first); returns its path."
     d = Path(run_dir)
@@ -222,6 +231,7 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError: return False
     except (PermissionError, OSError): return True
 
+# %% ../nbs/38_report.ipynb #db2b3406
 def demo_dir(name: str) -> Path:
     "A fresh run folder for a chapter's demo, `runs_dir()/_demo-NAME-PID-N`, removed when the process ends (and by a later call if the process died)."
     root = runs_dir()

@@ -31,6 +31,7 @@ def _check_rope(fn: str, x, pos, out) -> bool:
     if x.shape[2] % 2: raise ValueError(f"{fn}: head_dim must be even, got {x.shape[2]}")
     return dev
 
+# %% ../nbs/06_rope.ipynb #3d0c7a37
 def _rope_rotate_ref(x: np.ndarray, pos: np.ndarray, sign: float, out=None) -> np.ndarray:
     "Rotate pair (i, i+hd/2) of every row/head of x [N,H,hd] by sign·pos·ω_i; in-place safe (out may be x)."
     _check_rope("rope_forward" if sign > 0 else "rope_backward", x, pos, out)

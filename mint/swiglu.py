@@ -89,6 +89,7 @@ def _swiglu_fwd_finish(gate, up, e, out):
             sw, _ = _swish_pair(np.float64(gate[i, j]), np.float64(e[i, j]))
             out[i, j] = sw * up[i, j]
 
+# %% ../nbs/08_swiglu.ipynb #c3b8822e
 @njit(cache=True, parallel=True)
 def _swiglu_bwd_finish(dh, gate, up, e, dgate, dup):
     for i in prange(gate.shape[0]):
@@ -143,6 +144,7 @@ def swiglu_fwd_kernel(gate, up, h):
             sw = g * sigmoid_dev(g)
         h[r, c] = sw * u
 
+# %% ../nbs/08_swiglu.ipynb #1727bdf1
 @cuda.jit
 def swiglu_bwd_kernel(dh, gate, up, dgate, dup):
     "dgate = dh*up*swish'(gate), dup = dh*swish(gate) elementwise over [N,F] float32, grid-stride loop."

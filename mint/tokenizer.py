@@ -96,6 +96,7 @@ def tokenizer_kind(tok) -> str:
     if isinstance(tok, BPETokenizer): return "bpe"
     raise TypeError(f"not a Mint tokenizer: {type(tok).__name__}")
 
+# %% ../nbs/30_tokenizer.ipynb #31305984
 def tokenizer_from_dict(d: dict):
     "A `Vocab` (format 'mint-vocab', or no format: old checkpoints) or a `BPETokenizer` ('mint-bpe') from its `to_dict()`."
     fmt = d.get("format", "mint-vocab") if isinstance(d, dict) else None
@@ -103,6 +104,7 @@ def tokenizer_from_dict(d: dict):
     if fmt == "mint-bpe": return BPETokenizer.from_dict(d)
     raise ValueError(f"unknown tokenizer format {fmt!r}; expected 'mint-vocab' (characters) or 'mint-bpe'")
 
+# %% ../nbs/30_tokenizer.ipynb #bd1622b0
 def build_tokenizer(kind: str, texts, vocab_size: int | None = None, min_count: int = 2):
     "Build a tokenizer of `kind` on the training `texts`: 'char' (`Vocab.build`, `min_count`) or 'bpe' (`vocab_size` entries)."
     if kind == "char":
@@ -168,6 +170,7 @@ def hf_tokenizer(tok):
     t.encode_special_tokens = True
     return t
 
+# %% ../nbs/30_tokenizer.ipynb #f02f4742
 def hf_tokenizer_config(tok, max_seq_len: int) -> dict:
     "The `tokenizer_config.json` that goes with `hf_tokenizer(tok)`."
     return {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": int(max_seq_len),

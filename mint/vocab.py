@@ -101,6 +101,7 @@ def char_counts(texts) -> dict[str, int]:
     nz = np.flatnonzero(counts)
     return {chr(c): int(counts[c]) for c in nz}
 
+# %% ../nbs/01_vocab.ipynb #cc076b8e
 @classmethod
 def _build(cls, texts, min_count: int = 2) -> Vocab:
     "Vocabulary of the characters seen >= `min_count` times in `texts` (str or iterable of str), ordered by code point (§7.5)."
@@ -126,6 +127,7 @@ def _to_dict(self) -> dict:
             "token_to_id": {t: i for i, t in enumerate(self.itos)}}
 Vocab.to_dict = _to_dict
 
+# %% ../nbs/01_vocab.ipynb #69107386
 @classmethod
 def _from_dict(cls, d: dict) -> Vocab:
     "Inverse of `to_dict`; raises `ValueError` if ids are not contiguous 0..n-1 or specials are not at 0-5."

@@ -38,6 +38,8 @@ def strip_nested(s: str, open_: str, close: str) -> str:
 
 _DROP_LINK_NS = {"file", "image", "media", "category", "文件", "檔案", "档案", "图像", "圖像", "图片", "圖片",
                  "媒体", "媒體", "分类", "分類"}
+
+# %% ../nbs/33_wiki.ipynb #a087a73f
 _INTERLANG = re.compile(r"^[a-z]{2,3}(-[a-z0-9]{2,8})*$")
 _DROP_TAGS = {"ref", "references", "math", "gallery", "timeline", "syntaxhighlight", "source", "score", "imagemap",
               "hiero", "chem", "ce", "graph", "table", "templatedata", "nowiki", "pre", "noinclude"}
@@ -60,6 +62,7 @@ def _conv_text(m) -> str:
                     next(iter(variants.values())))
     return body
 
+# %% ../nbs/33_wiki.ipynb #42696dc3
 def _link_dropped(title: str) -> bool:
     "True for links that are not text: files, categories, interlanguage links."
     if ":" not in title: return False
@@ -85,6 +88,7 @@ def _plain(nodes) -> str:
         # Template, Heading, Comment, Argument: dropped
     return "".join(out)
 
+# %% ../nbs/33_wiki.ipynb #1b4c4a2c
 def clean_wikitext(text: str) -> str:
     "Plain text of MediaWiki markup: links → their text, templates/tables/refs/tags/headings/File/Category removed, entities decoded."
     s = strip_nested(text, "{|", "|}")
@@ -100,6 +104,7 @@ def wiki_blocks(text: str) -> list[str]:
     if _REDIRECT.match(text): return []
     return [b for b in (p.strip() for p in re.split(r"\n\s*\n", clean_wikitext(text))) if b]
 
+# %% ../nbs/33_wiki.ipynb #9cf8d69d
 def long_paragraphs(blocks: list[str], min_chars: int = MIN_PARAGRAPH_CHARS, dropped: Counter | None = None) -> list[str]:
     "The `blocks` of at least `min_chars` characters; the others counted in `dropped`."
     keep = [b for b in blocks if len(b) >= min_chars]
@@ -192,6 +197,7 @@ def wiki_cache_path(dump, cache_dir) -> Path:
     key = f"{dump.resolve()}|{dump.stat().st_size}"
     return Path(cache_dir) / f"{stem}-{hashlib.sha1(key.encode()).hexdigest()[:8]}.jsonl"
 
+# %% ../nbs/33_wiki.ipynb #6492bca3
 def load_wiki(dump, cache_dir=None, max_samples: int | None = None, workers: int | None = None) -> Corpus:
     "Paragraphs of a Wikipedia dump: built into a JSONL cache in `cache_dir` on the first call (atomically, by `workers` processes), read from it afterwards."
     dump = check_file(dump)
