@@ -24,7 +24,7 @@ set -u
 PART=${1:-A}
 OUT=${OUT:-/tmp/mint-gpu-out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/.gpu_site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 MPLBACKEND=Agg NCCL_NVLS_ENABLE=0
+export PYTHONPATH=/tmp/site:$PWD/.gpu_site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0   # no MPLBACKEND: it would wipe the stored figures
 unset NUMBA_ENABLE_CUDASIM
 { date -u +%FT%TZ; nvidia-smi -L; python3 -c "import sys; from mint.cli import main; sys.exit(main(['gpu']))"; } 2>&1 | tee "$OUT/gpu_info_$PART.txt"
 if [ "$PART" = A ]; then

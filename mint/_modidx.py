@@ -610,6 +610,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'mint.records.collect': ('records.html#collect', 'mint/records.py'),
                               'mint.records.conversation_turns': ('records.html#conversation_turns', 'mint/records.py'),
                               'mint.records.fix_lone_surrogates': ('records.html#fix_lone_surrogates', 'mint/records.py'),
+                              'mint.records.json_error_at': ('records.html#json_error_at', 'mint/records.py'),
                               'mint.records.json_pieces': ('records.html#json_pieces', 'mint/records.py'),
                               'mint.records.lccc_samples': ('records.html#lccc_samples', 'mint/records.py'),
                               'mint.records.qa_items': ('records.html#qa_items', 'mint/records.py'),

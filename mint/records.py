@@ -16,7 +16,7 @@ from .text import INVALID, CorpusError, TextStream, check_file, clean_text, drop
 
 # %% auto #0
 __all__ = ['MAX_PROBLEMS', 'MAX_RECORD_CHARS', 'CONVERSATION_KEYS', 'SPEAKERS', 'QA_SEP', 'PLACEHOLDER_ANSWERS', 'FORMATS',
-           'SHAPES', 'BadRecord', 'fix_lone_surrogates', 'json_pieces', 'JsonStream', 'belle_samples',
+           'SHAPES', 'BadRecord', 'fix_lone_surrogates', 'json_pieces', 'JsonStream', 'json_error_at', 'belle_samples',
            'conversation_turns', 'turns_samples', 'lccc_samples', 'qa_items', 'answer_problem', 'qa_samples',
            'text_samples', 'record_format', 'Corpus', 'check_max', 'scrub', 'collect', 'read_records']
 
@@ -130,37 +130,41 @@ class JsonStream:
             for _ in self.items(" no such path "): pass
 
     def _locate(self, err: Exception, from_piece: int, prefixes: tuple) -> CorpusError:
-        "Replay the document to find where the error is: pieces before `from_piece` whole, then one character at a time."
-        events = ijson.sendable_list()
-        coro = ijson.parse_coro(events)
-        line, col, kept, kept_at, item_at, stop = 1, 1, [], (1, 1), None, None
-        for k, piece in enumerate(json_pieces(TextStream(self.path, self.stream.chunk_size))):
-            if k < from_piece:
-                try: coro.send(piece.encode())
-                except ijson.JSONError: pass                          # cannot happen: it passed before
-                del events[:]
-                line, col = _advance(line, col, piece)
-                kept_at = (line, col)
-                continue
-            for ch in piece:
-                kept.append(ch)
-                try: coro.send(ch.encode())
-                except ijson.JSONError as e: err, stop = e, len(kept) - 1; break
-                if any(p in prefixes and ev in _VALUE_START for p, ev, _ in events): item_at = len(kept) - 1
-                del events[:]
-            if stop is not None: break
-        if stop is None:
-            try: coro.close()
-            except ijson.JSONError as e: err = e
-            stop = len(kept)
-        text = "".join(kept)
-        msg = re.sub(r"^(parse|lexical) error: ", "", str(err).split("\n")[0]).rstrip(".")
-        at = stop
-        if item_at is not None:
-            try: json.JSONDecoder().raw_decode(text, item_at)
-            except json.JSONDecodeError as e: msg, at = _json_msg(e.msg), e.pos
-        line, col = _advance(*kept_at, text[:at])
-        return CorpusError(f"{self.path}: invalid JSON at line {line}, column {col}: {msg}")
+        return json_error_at(self.path, self.stream.chunk_size, err, from_piece, prefixes)
+
+# %% ../nbs/32_records.ipynb #3e71b20f
+def json_error_at(path, chunk_size: int, err: Exception, from_piece: int, prefixes: tuple) -> CorpusError:
+    "`JsonStream`'s error position: replay the document at `path` to find where the error is: pieces before `from_piece` whole, then one character at a time."
+    events = ijson.sendable_list()
+    coro = ijson.parse_coro(events)
+    line, col, kept, kept_at, item_at, stop = 1, 1, [], (1, 1), None, None
+    for k, piece in enumerate(json_pieces(TextStream(path, chunk_size))):
+        if k < from_piece:
+            try: coro.send(piece.encode())
+            except ijson.JSONError: pass                          # cannot happen: it passed before
+            del events[:]
+            line, col = _advance(line, col, piece)
+            kept_at = (line, col)
+            continue
+        for ch in piece:
+            kept.append(ch)
+            try: coro.send(ch.encode())
+            except ijson.JSONError as e: err, stop = e, len(kept) - 1; break
+            if any(p in prefixes and ev in _VALUE_START for p, ev, _ in events): item_at = len(kept) - 1
+            del events[:]
+        if stop is not None: break
+    if stop is None:
+        try: coro.close()
+        except ijson.JSONError as e: err = e
+        stop = len(kept)
+    text = "".join(kept)
+    msg = re.sub(r"^(parse|lexical) error: ", "", str(err).split("\n")[0]).rstrip(".")
+    at = stop
+    if item_at is not None:
+        try: json.JSONDecoder().raw_decode(text, item_at)
+        except json.JSONDecodeError as e: msg, at = _json_msg(e.msg), e.pos
+    line, col = _advance(*kept_at, text[:at])
+    return CorpusError(f"{path}: invalid JSON at line {line}, column {col}: {msg}")
 
 # %% ../nbs/32_records.ipynb #d0673fca
 def _need_str(rec: dict, key: str, default=None) -> str:

@@ -28,13 +28,12 @@ PENDING = {
     "24_tensor_cores": "tc-gemm", "25_mixed_precision": "bf16", "26_flash_tensor_cores": "tc-flash", "27_recompute": "bf16",
     "35_checkpoint": "safety-export", "37_pipeline": "safety-export", "40_export": "safety-export",
     "41_serve": "serve", "43_autograd": "beyond", "44_muon": "beyond",
-    # course (this branch) did not get to these in time; they are the course helper's to split next:
-    "00_core": "course", "01_vocab": "course", "02_data": "course", "03_kernels": "course", "04_matmul": "course",
+    "12_model": "shared file (one wiring; every helper edits it): split after the merges",
+    "49_cli": "shared file (every helper adds options): split after the merges",
+    # Part I chapters whose cells course has not split yet (median and answered share below target):
+    "01_vocab": "course", "02_data": "course", "03_kernels": "course", "04_matmul": "course",
     "05_embedding": "course", "06_rope": "course", "07_rmsnorm": "course", "08_swiglu": "course",
-    "09_attention": "course", "10_loss": "course", "11_optim": "course", "12_model": "course", "14_generate": "course",
-    "22_counters": "course", "23_gpu_train": "course", "30_tokenizer": "course", "31_text": "course",
-    "32_records": "course", "33_wiki": "course", "34_formats": "course", "38_report": "course", "39_chat": "course",
-    "42_distributed": "course", "49_cli": "course",
+    "09_attention": "course", "10_loss": "course", "11_optim": "course", "14_generate": "course",
 }
 
 

@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     skip = set(a.skip.split()) | (set() if gpu_available() else {"gpu"})
     print(f"run_notebooks: {len(paths)} notebook(s), {a.jobs} at a time; not run (outputs kept): "
           f"{', '.join(sorted(skip | {'eval: false'}))}")
-    t0, failed, times = time.time(), [], recorded_times()
+    t0, failed, times = time.time(), [], {}
     with ThreadPoolExecutor(a.jobs) as ex:
         for path, secs, err in ex.map(lambda p: run_one(p, skip, a.timeout), paths):
             print(f"{path.name:28s} {secs:6.1f} s  {'ok' if err is None else 'FAILED: ' + err}", flush=True)
@@ -91,6 +91,7 @@ def main(argv=None) -> int:
                                       "cpus": os.cpu_count(), "jobs": min(a.jobs, len(paths)),
                                       "gpu": "gpu" not in skip}
     from mint.checkpoint import atomic_write
+    times = {**recorded_times(), **times}                   # read now: another run may have recorded meanwhile
     atomic_write(TIMES, json.dumps({"about": "seconds of a Run All of each notebook (tools/run_notebooks.py); without a "
                                    "GPU the kernels run in numba's CUDA simulator", "notebooks": dict(sorted(times.items()))},
                                    indent=1) + "\n")
