@@ -155,3 +155,31 @@ def test_mint_has_no_import_circles():
     found = set(circles(import_graph()))
     new = found - PENDING_CIRCLES
     assert not new, f"import circles in mint/: {[sorted(c) for c in new]}: move the piece that needs the other module into it"
+
+
+# --- tools/run_notebooks.py and tools/course.py -------------------------------------------------------------------
+import sys
+sys.path.insert(0, str(ROOT / "tools"))
+import course
+
+
+def test_parts_and_their_totals():
+    assert [course.part_of(n) for n in ("04_matmul", "nbs/23_gpu_train.ipynb", "49_cli", "index", "_scratch")] == ["I", "II", "III", None, None]
+    times = {"00_core": {"seconds": 30.0}, "01_vocab": {"seconds": 90.0}, "20_gemm_ladder": {"seconds": 60.0}}
+    rows = {r[0]: r for r in course.part_totals(times)}
+    assert rows["I"][3:] == (2, 120.0) and rows["II"][3:] == (1, 60.0) and rows["III"][3] == 0
+    assert "2.0 min" in course.format_totals(list(rows.values()))
+
+
+def test_run_notebooks_never_inherits_mplbackend(tmp_path, monkeypatch):
+    "With MPLBACKEND=Agg in the environment (as bench/gpu_session.sh once had), the stored notebook still has its figure."
+    pytest = __import__("pytest")
+    pytest.importorskip("nbclient")
+    spec = importlib.util.spec_from_file_location("run_notebooks", ROOT / "tools" / "run_notebooks.py")
+    rn = importlib.util.module_from_spec(spec); spec.loader.exec_module(rn)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    p = notebook(tmp_path, source="import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0]); plt.show()")
+    _, secs, err = rn.run_one(p, set(), 300)
+    assert err is None, err
+    outs = json.loads(p.read_text())["cells"][0]["outputs"]
+    assert any("image/png" in o.get("data", {}) for o in outs), outs

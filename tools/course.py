@@ -48,3 +48,33 @@ def format_totals(rows=None) -> str:
     for part, what, n, t, s in (rows or part_totals()):
         lines.append(f"{part:5s} {what:31s} {n:8d}  {t:5d}  {s / 60:5.1f} min" + ("" if t == n else "  (not all timed)"))
     return "\n".join(lines)
+
+
+def readme_block(rows=None) -> str:
+    "The README's table of Run All times per part (between its `<!-- part-times -->` markers)."
+    rows = rows or part_totals()
+    times = recorded_times()
+    dates = sorted({r["date"] for r in times.values()}) or ["—"]
+    out = ["| part | chapters | Run All on 2 CPU cores (simulator) |", "|---|---|---|"]
+    for part, what, n, t, s in rows:
+        shown = f"{s / 60:.1f} min" if t == n else (f"{s / 60:.1f} min for {t} of {n} chapters (the rest not timed yet)" if t else "not timed yet")
+        out.append(f"| {part}: {what} | {n} | {shown} |")
+    out.append(f"\nMeasured by `tools/run_notebooks.py` ({dates[0]}{' to ' + dates[-1] if len(dates) > 1 else ''}, one notebook at a "
+               f"time; `bench/results/notebook_times.json`). `python tools/course.py --readme` rewrites this table from it.")
+    return "\n".join(out)
+
+
+def update_readme(path: Path = ROOT / "README.md") -> bool:
+    "Rewrite the block between `<!-- part-times -->` and `<!-- /part-times -->`; True if it changed."
+    text = path.read_text(encoding="utf-8")
+    a, b = "<!-- part-times -->\n", "\n<!-- /part-times -->"
+    i, j = text.index(a) + len(a), text.index(b)
+    new = text[:i] + readme_block() + text[j:]
+    if new != text: path.write_text(new, encoding="utf-8")
+    return new != text
+
+
+if __name__ == "__main__":
+    import sys
+    print(format_totals())
+    if "--readme" in sys.argv[1:]: print("README.md", "updated" if update_readme() else "unchanged")

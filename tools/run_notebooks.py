@@ -25,7 +25,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-from course import TIMES, format_totals, recorded_times
+from course import TIMES, format_totals, recorded_times, update_readme
 
 
 def directives(cell) -> dict:
@@ -54,6 +54,7 @@ class KeepSkipped(NotebookClient):
 
 def run_one(path: Path, skip_flags: set, timeout: int) -> tuple:
     "Execute `path` in place; returns (path, seconds, error or None)."
+    os.environ.pop("MPLBACKEND", None)                      # the kernel starts with this environment: figures are drawn
     t0 = time.time()
     nb = nbformat.read(path, as_version=4)
     client = KeepSkipped(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
@@ -89,13 +90,14 @@ def main(argv=None) -> int:
             if err: failed.append(path.name)
             else: times[path.stem] = {"seconds": round(secs, 1), "date": datetime.date.today().isoformat(),
                                       "cpus": os.cpu_count(), "jobs": min(a.jobs, len(paths)),
-                                      "gpu": "gpu" not in skip}
+                                      "gpu": "gpu" not in skip, "load": round(os.getloadavg()[0], 1)}
     from mint.checkpoint import atomic_write
     times = {**recorded_times(), **times}                   # read now: another run may have recorded meanwhile
     atomic_write(TIMES, json.dumps({"about": "seconds of a Run All of each notebook (tools/run_notebooks.py); without a "
                                    "GPU the kernels run in numba's CUDA simulator", "notebooks": dict(sorted(times.items()))},
                                    indent=1) + "\n")
     print(format_totals())
+    if update_readme(): print("run_notebooks: README.md's table of Run All times updated")
     subprocess.run(["nbdev-clean"], cwd=ROOT, check=True)
     print(f"run_notebooks: {len(paths) - len(failed)} of {len(paths)} notebook(s) ran in {time.time() - t0:.0f} s"
           + (f"; failed: {', '.join(failed)}" if failed else ""))
