@@ -518,6 +518,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                             'mint.model._layer_views': ('model.html#_layer_views', 'mint/model.py'),
                             'mint.model._views': ('model.html#_views', 'mint/model.py'),
                             'mint.model.attention_maps': ('model.html#attention_maps', 'mint/model.py'),
+                            'mint.model.attention_widget': ('model.html#attention_widget', 'mint/model.py'),
                             'mint.model.backward': ('model.html#backward', 'mint/model.py'),
                             'mint.model.check_int32': ('model.html#check_int32', 'mint/model.py'),
                             'mint.model.flops_per_token': ('model.html#flops_per_token', 'mint/model.py'),

@@ -22,7 +22,7 @@ from .loss import cross_entropy
 __all__ = ['INT32_MAX', 'ATTENTION', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views', 'flops_per_token',
            'init_params', 'workspace_shapes', 'workspace_bytes', 'check_int32', 'Workspace', 'KVCache', 'layer_forward',
            'forward', 'loss_forward', 'layer_backward', 'backward', 'loss_and_grads', 'logits_of', 'attention_maps',
-           'plot_attention']
+           'plot_attention', 'attention_widget']
 
 # %% ../nbs/12_model.ipynb #f138c71f
 def param_specs(cfg: ModelConfig) -> list[tuple[str, tuple]]:
@@ -408,3 +408,17 @@ def plot_attention(tokens: list, probs: np.ndarray, layer: int | None = None, he
                 ax.set_yticks(range(len(labels)), labels, fontsize=7)
         fig.colorbar(im, ax=axes, shrink=0.6, label="attention")
     return fig
+
+# %% ../nbs/12_model.ipynb #d5718117
+def attention_widget(params, cfg, vocab, text: str = "中国人民银行今天宣布"):
+    "A sentence box and layer/head choices over `plot_attention` of a trained model."
+    import ipywidgets as W
+    from IPython.display import display
+    from mint.core import widget_panel
+    def draw(text, layer, head):
+        if not text: return print("type a sentence")
+        display(plot_attention(*attention_maps(params, cfg, vocab, text), layer, head))
+    every = lambda n: [("all", None)] + [(str(i), i) for i in range(n)]
+    return widget_panel(draw, dict(text=W.Text(text, description="sentence", continuous_update=False),
+                                   layer=W.Dropdown(options=every(cfg.n_layers), description="layer"),
+                                   head=W.Dropdown(options=every(cfg.n_heads), description="head")))

@@ -59,8 +59,11 @@ def readme_block(rows=None) -> str:
     for part, what, n, t, s in rows:
         shown = f"{s / 60:.1f} min" if t == n else (f"{s / 60:.1f} min for {t} of {n} chapters (the rest not timed yet)" if t else "not timed yet")
         out.append(f"| {part}: {what} | {n} | {shown} |")
+    loads = sorted(r["load"] for r in times.values() if "load" in r)
+    busy = (f", on a machine under a load average of {loads[0]:g}–{loads[-1]:g} (other jobs shared its 2 cores: a quiet "
+            f"machine is faster)") if loads and loads[-1] > 2.5 else ""
     out.append(f"\nMeasured by `tools/run_notebooks.py` ({dates[0]}{' to ' + dates[-1] if len(dates) > 1 else ''}, one notebook at a "
-               f"time; `bench/results/notebook_times.json`). `python tools/course.py --readme` rewrites this table from it.")
+               f"time{busy}; `bench/results/notebook_times.json`). `python tools/course.py --readme` rewrites this table from it.")
     return "\n".join(out)
 
 

@@ -69,6 +69,15 @@ def run_one(path: Path, skip_flags: set, timeout: int) -> tuple:
     return path, time.time() - t0, err
 
 
+def record_time(stem: str, rec: dict):
+    "Add one notebook's run time to bench/results/notebook_times.json at once (read again first: other runs may write it)."
+    from mint.checkpoint import atomic_write
+    times = {**recorded_times(), stem: rec}
+    atomic_write(TIMES, json.dumps({"about": "seconds of a Run All of each notebook (tools/run_notebooks.py); without a "
+                                   "GPU the kernels run in numba's CUDA simulator; load: the 1-minute load average at the end",
+                                   "notebooks": dict(sorted(times.items()))}, indent=1) + "\n")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("notebooks", nargs="*", help="notebooks to run (default: nbs/*.ipynb)")
@@ -83,19 +92,14 @@ def main(argv=None) -> int:
     skip = set(a.skip.split()) | (set() if gpu_available() else {"gpu"})
     print(f"run_notebooks: {len(paths)} notebook(s), {a.jobs} at a time; not run (outputs kept): "
           f"{', '.join(sorted(skip | {'eval: false'}))}")
-    t0, failed, times = time.time(), [], {}
+    t0, failed = time.time(), []
     with ThreadPoolExecutor(a.jobs) as ex:
         for path, secs, err in ex.map(lambda p: run_one(p, skip, a.timeout), paths):
             print(f"{path.name:28s} {secs:6.1f} s  {'ok' if err is None else 'FAILED: ' + err}", flush=True)
             if err: failed.append(path.name)
-            else: times[path.stem] = {"seconds": round(secs, 1), "date": datetime.date.today().isoformat(),
-                                      "cpus": os.cpu_count(), "jobs": min(a.jobs, len(paths)),
-                                      "gpu": "gpu" not in skip, "load": round(os.getloadavg()[0], 1)}
-    from mint.checkpoint import atomic_write
-    times = {**recorded_times(), **times}                   # read now: another run may have recorded meanwhile
-    atomic_write(TIMES, json.dumps({"about": "seconds of a Run All of each notebook (tools/run_notebooks.py); without a "
-                                   "GPU the kernels run in numba's CUDA simulator", "notebooks": dict(sorted(times.items()))},
-                                   indent=1) + "\n")
+            else: record_time(path.stem, {"seconds": round(secs, 1), "date": datetime.date.today().isoformat(),
+                                          "cpus": os.cpu_count(), "jobs": min(a.jobs, len(paths)),
+                                          "gpu": "gpu" not in skip, "load": round(os.getloadavg()[0], 1)})
     print(format_totals())
     if update_readme(): print("run_notebooks: README.md's table of Run All times updated")
     subprocess.run(["nbdev-clean"], cwd=ROOT, check=True)
