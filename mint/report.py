@@ -233,11 +233,12 @@ def _alive(pid: int) -> bool:
 
 # %% ../nbs/38_report.ipynb #db2b3406
 def demo_dir(name: str) -> Path:
-    "A fresh run folder for a chapter's demo, `runs_dir()/_demo-NAME-PID-N`, removed when the process ends (and by a later call if the process died)."
+    "A fresh run folder for a chapter's demo, `runs_dir()/_demo-NAME-PID-N` (relative to the working directory), removed when the process ends (and by a later call if the process died)."
     root = runs_dir()
     for old in root.glob("_demo-*-*-*"):                  # only folders this function names
         pid = old.name.rsplit("-", 2)[-2]
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)): shutil.rmtree(old, ignore_errors=True)
     d = root / f"_demo-{name}-{os.getpid()}-{next(_DEMO_COUNT)}"
-    atexit.register(shutil.rmtree, d, True)
-    return d
+    atexit.register(shutil.rmtree, d.resolve(), True)
+    rel = Path(os.path.relpath(d))
+    return rel if not str(rel).startswith(os.pardir * 3) else d      # relative to the notebook: no machine path printed

@@ -63,10 +63,12 @@ def test_flags_an_output_under_an_export_cell_that_only_defines(tmp_path):
 
 
 def test_flags_a_cell_that_prints_displays_or_draws_without_output(tmp_path):
-    for src in ('print("loss", 3.2)', "for i in range(2):\n    display(i)", "fig = run.plot()", "show_gpu_record('04_matmul/timing')"):
+    for src in ('print("loss", 3.2)', "for i in range(2):\n    display(i)", "run.plot()", "plt.plot([1, 2]); plt.show()",
+                "show_gpu_record('04_matmul/timing')"):
         assert whats(notebook(tmp_path, source=src)) == ["no output under a cell that prints, displays or draws"], src
     # not when it may print nothing (a branch), when it does not run, or when it is a skipped GPU cell
-    for src in ('if bad: print("bad")', '#| eval: false\nprint(1)', '#| gpu\nprint(1)', 'def f():\n    print(1)'):
+    for src in ('if bad: print("bad")', '#| eval: false\nprint(1)', '#| gpu\nprint(1)', 'def f():\n    print(1)',
+                "f = plot_history(h)\ntest_eq(len(f.axes), 2)"):          # a figure made and checked, not shown
         assert whats(notebook(tmp_path, source=src)) == [], src
     assert whats(notebook(tmp_path, stream("loss 3.2\n"), source='print("loss", 3.2)')) == []
 

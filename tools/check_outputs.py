@@ -6,7 +6,7 @@ Hygiene: no machine path, ANSI escape code, warning or error in an output; a ker
 Evidence (each cell that runs — not `eval: false`, not a `#| gpu` cell, which keeps its GPU outputs or none):
 - an export cell that only defines (functions, classes, imports, constants) stores no output;
 - a cell that prints, displays or draws stores an output;
-- a cell that draws (calls `plot…`, `imshow`, `show_figure`) stores a figure;
+- a cell that draws (pyplot, or a `plot…`/`imshow` figure as its last expression or displayed) stores a figure;
 - a number with a unit quoted in prose (`0.33 ms`, `5.79 nats/char`, `31 TFLOP/s`) agrees with the outputs of the
   code cells below it (up to the next prose), when those print numbers with the same unit.
 
@@ -23,7 +23,7 @@ CHECKS = [
 TEXT_TYPES = ("text/plain", "text/html", "text/markdown", "text/latex", "application/javascript")
 IMAGE_TYPES = ("image/png", "image/svg+xml", "image/jpeg")
 PRINTS = {"print", "display", "pprint", "show_gpu_record"}
-DRAWS = re.compile(r"^(plot\w*|imshow|show_figure)$")
+DRAWS = re.compile(r"^(plot\w*|imshow|show_figure|subplots)$")
 UNITS = r"ms|µs|us|ns|TFLOP/s|GFLOP/s|GB/s|tokens/s|nats/char|MiB|KiB|GiB|%"
 QUOTED = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(" + UNITS + r")(?![\w/])")
 
@@ -71,6 +71,18 @@ def _unconditional_calls(tree) -> set:
     return names
 
 
+def _draws(tree, calls: set) -> bool:
+    """True when the cell shows a figure: pyplot draws (`plt.…`, shown at the end of the cell), a figure-making call is the
+    cell's last expression (its value is displayed), or a figure-making call with `display`/`show`."""
+    makes = any(DRAWS.match(c) for c in calls)
+    pyplot = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+                 and n.func.value.id == "plt" and n.func.attr not in ("close", "rcParams", "style") for n in ast.walk(tree))
+    last = tree.body[-1] if tree.body else None
+    shown = isinstance(last, ast.Expr) and any(isinstance(n, ast.Call) and DRAWS.match(
+        n.func.id if isinstance(n.func, ast.Name) else getattr(n.func, "attr", "")) for n in ast.walk(last))
+    return pyplot or shown or (makes and bool(calls & {"display", "show"}))
+
+
 def _only_defines(tree) -> bool:
     "True when every top-level statement defines something (def, class, import, an assignment, a docstring)."
     ok = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)
@@ -108,11 +120,12 @@ def evidence_problems(nb: dict) -> list:
         tree = _code(source)
         if tree is None: continue
         calls = _unconditional_calls(tree)
+        draws = _draws(tree, calls)
         if {"export", "exporti", "exports"} & d.keys() and _only_defines(tree) and outs:
             found.append((i, "output under an export cell that only defines", source.splitlines()[1][:80] if "\n" in source else source))
-        if (calls & PRINTS or any(DRAWS.match(c) for c in calls)) and not outs:
+        if (calls & PRINTS or draws) and not outs:
             found.append((i, "no output under a cell that prints, displays or draws", source.strip().splitlines()[-1][:80]))
-        if any(DRAWS.match(c) for c in calls) and outs and not any(k in o.get("data", {}) for o in outs for k in IMAGE_TYPES) \
+        if draws and outs and not any(k in o.get("data", {}) for o in outs for k in IMAGE_TYPES) \
                 and not any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outs):
             found.append((i, "no figure stored under a cell that draws", source.strip().splitlines()[-1][:80]))
     for i, cell in enumerate(cells):
