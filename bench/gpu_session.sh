@@ -7,8 +7,8 @@
 #   carry: [".whl", ".gpu_site"]    command: bash bench/gpu_session.sh A    (then B)
 #   A: every chapter with `#| gpu` cells executed on the GPU with tools/run_notebooks.py (their outputs stored), and
 #      bench/gpu_train_run.py (GPU = CPU for 50 steps, speed with and without CUDA graphs, stop-and-resume)
-#   D: decoding — 09a and 16 executed on the GPU (the decode step's CUDA graph), bench/bench_decode.py on a GPU
-#   E: cuBLAS inside CUDA graphs — 04a executed on the GPU (a cuBLAS GEMM recorded and replayed), the training step
+#   D: decoding — 21 and 14 executed on the GPU (the decode step's CUDA graph), bench/bench_decode.py on a GPU
+#   E: cuBLAS inside CUDA graphs — 20 executed on the GPU (a cuBLAS GEMM recorded and replayed), the training step
 #      with the cuBLAS providers (bench/bench_train_step.py --gemm), bench/gpu_train_run.py --gemm (GPU = CPU; graph =
 #      kernel by kernel), bench/cublas_decode_check.py (the decode step's graph with cuBLAS in it)
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
@@ -24,7 +24,7 @@ set -u
 PART=${1:-A}
 OUT=${OUT:-/tmp/mint-gpu-out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/.gpu_site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 MPLBACKEND=Agg NCCL_NVLS_ENABLE=0
+export PYTHONPATH=/tmp/site:$PWD/.gpu_site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0   # no MPLBACKEND: it would wipe the stored figures
 unset NUMBA_ENABLE_CUDASIM
 { date -u +%FT%TZ; nvidia-smi -L; python3 -c "import sys; from mint.cli import main; sys.exit(main(['gpu']))"; } 2>&1 | tee "$OUT/gpu_info_$PART.txt"
 if [ "$PART" = A ]; then

@@ -16,8 +16,8 @@ __all__ = []
 from mint import core as _core   # first of all: without a CUDA driver it switches numba's simulator on, before numba loads
 
 def __getattr__(name):
-    "`mint.fit` and `mint.Run` load `mint.report` on first use, so `import mint` itself imports nothing heavy."
+    "`mint.fit` and `mint.Run` load `mint.pipeline` on first use, so `import mint` itself imports nothing heavy."
     if name in ("fit", "Run"):
-        import mint.report
-        return getattr(mint.report, name)
+        import mint.pipeline
+        return getattr(mint.pipeline, name)
     raise AttributeError(f"module 'mint' has no attribute {name!r}")

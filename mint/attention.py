@@ -14,7 +14,7 @@ from .kernels import check_args, launch, grid2d, next_pow2, block_max, block_sum
 __all__ = ['MASK_VALUE', 'MASKED_BELOW', 'QS', 'PS', 'ROW_MAX_THREADS', 'ROW_THREADS', 'attention_mask', 'attention_forward_ref',
            'attention_backward_ref', 'attention_forward_cpu', 'attention_backward_cpu', 'attn_scores_kernel',
            'attn_pv_kernel', 'attn_ptv_kernel', 'attn_softmax_kernel', 'attn_dscores_kernel', 'attention_forward',
-           'attention_backward', 'attention_maps', 'plot_attention', 'attention_widget']
+           'attention_backward']
 
 # %% ../nbs/09_attention.ipynb #9465df32
 MASK_VALUE = -1e30        # finite "minus infinity" for masked scores: exp(MASK_VALUE - m) = 0 and MASK_VALUE - MASK_VALUE = 0
@@ -49,6 +49,7 @@ def _heads(a):
     "View (B, T, H, hd) as (B, H, T, hd) (a transpose: no copy)."
     return a.transpose(0, 2, 1, 3)
 
+# %% ../nbs/09_attention.ipynb #e831d674
 def attention_forward_ref(q, k, v, seg=None, out=None, probs=None):
     "Scaled dot-product attention, causal (block-causal with seg[B,T]): q, k, v [B,T,H,hd] -> (out[B,T,H,hd], probs[B,H,T,T]), dtype kept, into `out`/`probs` if given. §5.3.1."
     _check_fwd("attention_forward_ref", q, k, v, seg, out, probs)
@@ -97,6 +98,7 @@ def _softmax_shift_cpu(s, seg, use_seg, scale):
             ok = j <= t and m > -np.inf and (not use_seg or seg[b, j] == st)
             s[b, h, t, j] = s[b, h, t, j] * scale - m if ok else -np.inf
 
+# %% ../nbs/09_attention.ipynb #9b308202
 @njit(cache=True, fastmath={"reassoc"}, parallel=True)
 def _softmax_finish_cpu(p):
     "In place: divide every row of p [B,H,T,T] (holding e^{S-m}, 0 where masked) by its sum; an all-zero row stays 0."
@@ -125,6 +127,7 @@ def _dscores_cpu(p, ds):
 
 _NO_SEG_CPU = np.zeros((1, 1), np.int32)   # stands in for seg=None (a compiled loop takes an array, not None)
 
+# %% ../nbs/09_attention.ipynb #ce713b6b
 def attention_forward_cpu(q, k, v, seg=None, out=None, probs=None):
     "attention_forward_ref's result with the softmax in three passes (two compiled loops around NumPy's exp); same arguments and buffers."
     _check_fwd("attention_forward", q, k, v, seg, out, probs)
@@ -159,6 +162,7 @@ def _allowed(seg, use_seg, b, t, j):
     st = seg[b, t]
     return st >= 0 and seg[b, j] == st
 
+# %% ../nbs/09_attention.ipynb #4c4475c1
 @cuda.jit
 def attn_scores_kernel(a, bm, seg, use_seg, scale, fill, s):
     "s[b,h,t,j] = scale * a[b,t,h,:]·bm[b,j,h,:] where t may see j, else `fill`; grid (j, t, b*H), a, bm [B,T,H,hd]."
@@ -177,6 +181,7 @@ def attn_scores_kernel(a, bm, seg, use_seg, scale, fill, s):
     else:
         s[b, h, t, j] = fill
 
+# %% ../nbs/09_attention.ipynb #883e7763
 @cuda.jit
 def attn_pv_kernel(p, x, scale, out):
     "out[b,t,h,d] = scale * sum_{j<=t} p[b,h,t,j] x[b,j,h,d] (O = P·V, dQ = dS·K/√hd); grid (h*hd+d, t, b)."
@@ -193,6 +198,7 @@ def attn_pv_kernel(p, x, scale, out):
         acc += p[b, h, t, j] * x[b, j, h, d]
     out[b, t, h, d] = acc * scale
 
+# %% ../nbs/09_attention.ipynb #249313d9
 @cuda.jit
 def attn_ptv_kernel(p, x, scale, out):
     "out[b,j,h,d] = scale * sum_{t>=j} p[b,h,t,j] x[b,t,h,d] (dV = Pᵀ·dO, dK = dSᵀ·Q/√hd); grid (h*hd+d, j, b)."
@@ -244,6 +250,7 @@ def attn_softmax_kernel(s):
         x = s[b, h, t, j]
         s[b, h, t, j] = math.exp(x - m) * inv if x > MASKED_BELOW else 0.0
 
+# %% ../nbs/09_attention.ipynb #c94d54be
 @cuda.jit
 def attn_dscores_kernel(p, ds):
     "In place, one block per row: ds (holding dP) <- p * (dP - sum_j dP_j p_j); p, ds [B,H,T,T]."
@@ -290,6 +297,7 @@ def attention_forward(q, k, v, seg=None, out=None, probs=None):
     attn_pv_kernel[grid2d(H * hd, T, B)](probs, v, np.float32(1.0), out)
     return out, probs
 
+# %% ../nbs/09_attention.ipynb #ba1198f6
 def attention_backward(dout, q, k, v, probs, dq=None, dk=None, dv=None, dscores=None):
     "Gradients (dq, dk, dv) [B,T,H,hd] of attention from dout and the forward's probs [B,H,T,T]; dscores is the (B,H,T,T) scratch."
     if not on_device(q):
@@ -309,48 +317,3 @@ def attention_backward(dout, q, k, v, probs, dq=None, dk=None, dv=None, dscores=
     attn_pv_kernel[prod](dscores, k, scale, dq)                                  # dQ = dS K / √hd
     attn_ptv_kernel[prod](dscores, q, scale, dk)                                 # dK = dSᵀ Q / √hd
     return dq, dk, dv
-
-# %% ../nbs/09_attention.ipynb #27313db1
-def attention_maps(params, cfg, vocab, text: str) -> tuple[list, np.ndarray]:
-    "`(tokens, probs[n_layers, n_heads, T, T])`: the attention of a trained model over `<eos>` + `text` (cut to the window)."
-    from mint.model import Workspace, forward, views
-    from mint.vocab import EOS
-    ids = np.array([EOS, *vocab.encode(text)[:cfg.max_seq_len - 1]], np.int32)
-    v = Workspace(cfg, 1, len(ids), params.dtype, training=True).load(ids[None])
-    forward(views(params, cfg), cfg, v)
-    return [vocab.itos[i] for i in ids], np.stack([A.probs[0] for A in v.layers]).copy()
-
-def plot_attention(tokens: list, probs: np.ndarray, layer: int | None = None, head: int | None = None):
-    "Heatmaps of `attention_maps` output: every layer × head, or only `layer` / `head`; a `Figure`."
-    import matplotlib
-    from matplotlib.figure import Figure
-    from mint.core import cjk_fonts, token_label, show_figures_in_ipython
-    show_figures_in_ipython()
-    layers = range(probs.shape[0]) if layer is None else [layer]
-    heads = range(probs.shape[1]) if head is None else [head]
-    labels = [token_label(t) for t in tokens]
-    with matplotlib.rc_context({"font.family": ["DejaVu Sans", *cjk_fonts()[:1]]}):
-        fig = Figure(figsize=(2.6 * len(heads) + 0.6, 2.6 * len(layers) + 0.3), layout="constrained")
-        axes = np.atleast_2d(fig.subplots(len(layers), len(heads), squeeze=False))
-        for r, l in enumerate(layers):
-            for c, h in enumerate(heads):
-                ax = axes[r, c]
-                im = ax.imshow(probs[l, h], cmap="Blues", vmin=0, vmax=1)
-                ax.set_title(f"layer {l}, head {h}", fontsize=9)
-                ax.set_xticks(range(len(labels)), labels, fontsize=7, rotation=90)
-                ax.set_yticks(range(len(labels)), labels, fontsize=7)
-        fig.colorbar(im, ax=axes, shrink=0.6, label="attention")
-    return fig
-
-def attention_widget(params, cfg, vocab, text: str = "中国人民银行今天宣布"):
-    "A sentence box and layer/head choices over `plot_attention` of a trained model."
-    import ipywidgets as W
-    from IPython.display import display
-    from mint.core import widget_panel
-    def draw(text, layer, head):
-        if not text: return print("type a sentence")
-        display(plot_attention(*attention_maps(params, cfg, vocab, text), layer, head))
-    every = lambda n: [("all", None)] + [(str(i), i) for i in range(n)]
-    return widget_panel(draw, dict(text=W.Text(text, description="sentence", continuous_update=False),
-                                   layer=W.Dropdown(options=every(cfg.n_layers), description="layer"),
-                                   head=W.Dropdown(options=every(cfg.n_heads), description="head")))

@@ -110,7 +110,7 @@ def clean_temp_files(folder) -> list[Path]:
 # %% ../nbs/35_checkpoint.ipynb #10257a9e
 FORMAT = "mint-checkpoint-v2"
 LEGACY_FORMAT = "mint-checkpoint-v1"      # weights + a JSON sidecar; the same JSON was already in the header
-STATE_NAME = "train_state.safetensors"    # a run's training state (chapter 14), not a model
+STATE_NAME = "train_state.safetensors"    # a run's training state (chapter 13), not a model
 
 def content_checksum(info: dict, tensors: dict) -> str:
     "`sha256:<hex>` of `info` without its 'checksum' (canonical JSON) and of each tensor's name, dtype, shape and bytes, by name."

@@ -60,7 +60,7 @@ class ModelConfig:
         if extra: raise ValueError(f"ModelConfig: unknown field(s) {sorted(extra)}; expected {sorted(known)}")
         return cls(**{k: d[k] for k in known if k in d})
 
-# %% ../nbs/00_core.ipynb #d58040aa
+# %% ../nbs/00_core.ipynb #801ba658
 PRESETS = {
     "tiny":   dict(d_model=64,  n_heads=4, n_layers=2, max_seq_len=64),
     "small":  dict(d_model=96,  n_heads=6, n_layers=3, max_seq_len=96),
@@ -73,6 +73,7 @@ ARCHS = {
     "qwen3":  dict(qk_norm=True, attention_bias=False, mlp_bias=False, lm_head_bias=False),
 }
 
+# %% ../nbs/00_core.ipynb #b9c4be59
 def preset(name: str, vocab_size: int = 4096, arch: str = "report", **overrides) -> ModelConfig:
     "The `ModelConfig` of preset `name` (tiny, small, medium, large) in architecture `arch` (`ARCHS`) with `vocab_size` and any overrides."
     if name not in PRESETS:
@@ -87,7 +88,7 @@ def seed_everything(seed: int = 0) -> np.random.Generator:
     random.seed(seed); np.random.seed(seed)
     return np.random.default_rng(seed)
 
-# %% ../nbs/00_core.ipynb #0b0787a4
+# %% ../nbs/00_core.ipynb #42e1da44
 def simulator_enabled() -> bool:
     "True when numba's CUDA simulator is switched on (`NUMBA_ENABLE_CUDASIM=1`)."
     return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
@@ -101,6 +102,7 @@ def gpu_available() -> bool:
     except Exception:
         return False
 
+# %% ../nbs/00_core.ipynb #e5a60b98
 def get_device(device: str = "auto") -> str:
     "Resolve `device` ('cpu', 'cuda' or 'auto') to 'cpu' or 'cuda'; 'cuda' without a GPU raises `RuntimeError`."
     if device not in ("cpu", "cuda", "auto"):
@@ -116,7 +118,7 @@ def on_device(a) -> bool:
     "True if `a` is a numba CUDA device array (real or simulated), False for NumPy arrays."
     return hasattr(a, "copy_to_host")
 
-#| export
+# %% ../nbs/00_core.ipynb #61138031
 def gpu_info() -> dict | None:
     "Name, memory, compute capability and numba/numba-cuda versions of the current CUDA GPU, or None without one."
     if not gpu_available(): return None
@@ -129,7 +131,7 @@ def gpu_info() -> dict | None:
             "memory_total_GiB": round(total / 2**30, 1), "memory_free_GiB": round(free / 2**30, 1),
             "numba": numba.__version__, "numba-cuda": md.version("numba-cuda")}
 
-# %% ../nbs/00_core.ipynb #d62f0a22
+# %% ../nbs/00_core.ipynb #3a28938b
 PEAK_TFLOPS = {  # name fragment -> dense peak TFLOP/s per precision (NVIDIA data sheets); first match wins
     "H200":      {"fp32": 67.0, "tf32": 494.7, "bf16": 989.4},
     "H100 PCIe": {"fp32": 51.2, "tf32": 378.0, "bf16": 756.0},
@@ -143,6 +145,7 @@ PEAK_TFLOPS = {  # name fragment -> dense peak TFLOP/s per precision (NVIDIA dat
     "T4":        {"fp32": 8.1},
 }
 
+# %% ../nbs/00_core.ipynb #1fb704d3
 def peak_tflops(device_name: str | None, precision: str = "fp32") -> float | None:
     "Dense peak TFLOP/s of the GPU called `device_name` at `precision` ('fp32', 'tf32', 'bf16'), or None if it is not in `PEAK_TFLOPS`."
     for frag, peaks in PEAK_TFLOPS.items():
@@ -171,6 +174,7 @@ def _in_ipython() -> bool:
     ipy = sys.modules.get("IPython")
     return bool(ipy and ipy.get_ipython() is not None)
 
+# %% ../nbs/00_core.ipynb #6088c495
 def use_simulator_without_gpu() -> bool:
     "Set `NUMBA_ENABLE_CUDASIM=1` when it is unset and no CUDA driver is found (before numba is imported); True if it did."
     if "NUMBA_ENABLE_CUDASIM" in os.environ or cuda_driver_found(): return False
@@ -184,7 +188,7 @@ def use_simulator_without_gpu() -> bool:
               "themselves). NUMBA_ENABLE_CUDASIM=0 turns this off.")
     return True
 
-# %% ../nbs/00_core.ipynb #5bc63f4a
+# %% ../nbs/00_core.ipynb #8d3fc335
 def gpu_cell_skipped(lines: list) -> list:
     "IPython input transformer: a cell whose `#|` directives include `gpu` becomes a one-line note unless a real GPU is in use."
     for line in lines:
@@ -195,6 +199,7 @@ def gpu_cell_skipped(lines: list) -> list:
             return ["print('skipped: this `#| gpu` cell needs a real CUDA GPU (on a GPU host it runs; `nbdev-test --flags gpu` tests it)')\n"]
     return lines
 
+# %% ../nbs/00_core.ipynb #32a2e1ca
 def skip_gpu_cells_without_gpu():
     "In IPython/Jupyter, register `gpu_cell_skipped` (once) so `#| gpu` cells skip themselves where no real GPU is in use."
     if not _in_ipython(): return
@@ -212,7 +217,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 use_simulator_without_gpu()
 skip_gpu_cells_without_gpu()
 
-# %% ../nbs/00_core.ipynb #a8cb3d52
+# %% ../nbs/00_core.ipynb #51feb5fe
 def numerical_grad(f, x: np.ndarray, h: float = 1e-6, idx=None) -> np.ndarray:
     "Central-difference gradient of scalar `f()` w.r.t. array `x` (perturbed in place, restored); `idx` limits which flat entries."
     g = np.zeros_like(x, dtype=np.float64)
@@ -225,6 +230,7 @@ def numerical_grad(f, x: np.ndarray, h: float = 1e-6, idx=None) -> np.ndarray:
         gflat[i] = (fp - fm) / (2 * h)
     return g
 
+# %% ../nbs/00_core.ipynb #91f83f9e
 def rel_error(a, b) -> float:
     "max|a-b| / max(max|a|, max|b|, 1e-30): the relative error of two arrays."
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
@@ -234,7 +240,7 @@ def cdiv(a: int, b: int) -> int:
     "Ceiling division: the number of blocks of size `b` that cover `a` items."
     return (a + b - 1) // b
 
-# %% ../nbs/00_core.ipynb #d3161d54
+# %% ../nbs/00_core.ipynb #8cc690a9
 import functools, re
 
 @functools.lru_cache(maxsize=None)
@@ -259,7 +265,7 @@ def token_label(text: str) -> str:
     if text.isascii() or cjk_fonts(): return text
     return "".join(c if c.isascii() else f"U+{ord(c):04X}" for c in text)
 
-# %% ../nbs/00_core.ipynb #194330a8
+# %% ../nbs/00_core.ipynb #f341913d
 def figure_png(fig, dpi: int = 80) -> bytes:
     "A matplotlib figure as PNG bytes."
     import io
@@ -272,6 +278,7 @@ def show_figures_in_ipython():
     fmt = sys.modules["IPython"].get_ipython().display_formatter.formatters["image/png"]
     if Figure not in fmt.type_printers: fmt.for_type(Figure, figure_png)
 
+# %% ../nbs/00_core.ipynb #16a33aa1
 def widget_panel(draw, controls: dict, columns: int = 3):
     "ipywidgets panel: `controls` (name -> widget) in rows of `columns` above one output redrawn by `draw(**values)` on every change."
     import ipywidgets as W

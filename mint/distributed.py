@@ -38,11 +38,13 @@ def micro_batch_size(batch_size: int, world_size: int = 1, grad_accum: int = 1) 
                          f"{parts} equal micro-batches: use a multiple of {parts} (e.g. {near})")
     return batch_size // parts
 
+# %% ../nbs/42_distributed.ipynb #16029e72
 def batch_rows(batch: Batch, start: int, stop: int) -> Batch:
     "Rows `[start, stop)` of a `Batch` (views, no copy)."
     return Batch(*(None if a is None else a[start:stop] for a in
                    (batch.input_ids, batch.targets, batch.loss_mask, batch.pos, batch.seg)))
 
+# %% ../nbs/42_distributed.ipynb #11f99144
 def shard(batch: Batch, world_size: int, rank: int, grad_accum: int = 1) -> list[Batch]:
     "Rank `rank`'s micro-batches of a global training batch: rows `[rank·B/W, (rank+1)·B/W)` cut into `grad_accum` equal pieces, in order."
     B = np.shape(batch.input_ids)[0]
@@ -50,6 +52,7 @@ def shard(batch: Batch, world_size: int, rank: int, grad_accum: int = 1) -> list
     start = rank * B // world_size
     return [batch_rows(batch, start + k * m, start + (k + 1) * m) for k in range(grad_accum)]
 
+# %% ../nbs/42_distributed.ipynb #86efbc8d
 def eval_shard(batch: Batch, world_size: int, rank: int, size: int) -> list[Batch]:
     "Rank `rank`'s part of a validation batch of any number of rows (contiguous; parts differ by at most one row), cut into pieces of at most `size` rows; may be empty."
     B = np.shape(batch.input_ids)[0]
@@ -70,6 +73,7 @@ def scale_add_kernel(x, alpha, y, out, has_y):
         if has_y: v += y[i]
         out[i] = v
 
+# %% ../nbs/42_distributed.ipynb #2df2c7ca
 def scale_add(x, alpha: float, y=None, out=None):
     "`out = alpha·x (+ y)` for flat float32 buffers, NumPy or device; `out` (default `x`) may be `x` or `y`. Returns out."
     out = x if out is None else out
@@ -98,6 +102,7 @@ def collective_timeout() -> float:
     if not t > 0: raise ValueError(f"MINT_COLLECTIVE_TIMEOUT must be a positive number of seconds, got {v!r}")
     return t
 
+# %% ../nbs/42_distributed.ipynb #641c90ca
 class Collective:
     "The collective operations data parallelism needs, for a world of one process (each is the identity). Subclasses: `GlooCollective` (CPU), `NcclCollective` (GPU)."
     name, rank, world_size, timeout = "none", 0, 1, DEFAULT_TIMEOUT
@@ -140,6 +145,7 @@ class RankEnv:
     master_addr: str = "127.0.0.1"
     master_port: int = 29500
 
+# %% ../nbs/42_distributed.ipynb #e3c87db0
 def rank_env(environ=None) -> RankEnv | None:
     "The `RankEnv` of torchrun-style variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), or None when WORLD_SIZE is not set; ValueError naming a variable that is missing or out of range."
     e = os.environ if environ is None else environ
@@ -166,6 +172,7 @@ def _first_line(e: BaseException) -> str:
     s = re.sub(r"^\[[^\]]*\]\s*", "", lines[-1]) if lines else ""
     return (s.split(". ")[0].rstrip(".") or type(e).__name__)[:300]
 
+# %% ../nbs/42_distributed.ipynb #6e8ebea2
 class GlooCollective(Collective):
     "The CPU collective: torch.distributed's gloo backend over TCP on NumPy float32/float64 buffers (zero copy through `torch.from_numpy`); rank 0 hosts the rendezvous at `master_addr:master_port`."
     name = "gloo"
@@ -214,6 +221,7 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
 
+# %% ../nbs/42_distributed.ipynb #c4b49f81
 def run_ranks(fn, world_size: int, timeout: float = 60.0) -> list:
     "Call `fn(rank, world_size, port)` in `world_size` threads of this process (ranks sharing a free MASTER_PORT on 127.0.0.1); the list of their results, or the first rank's exception. For tests and demonstrations of the collectives."
     port, out, errs = free_port(), [None] * world_size, [None] * world_size
@@ -261,6 +269,7 @@ def share_from_rank0(data: bytes | None, rank: int, world_size: int, master_addr
                                       f"within {timeout:g} s ({_first_line(e)})") from None
             time.sleep(0.05)
 
+# %% ../nbs/42_distributed.ipynb #1f27aa69
 def _preload_libnccl():
     "Load the libnccl.so.2 of the nvidia-nccl-cu12/13 wheel (if installed) globally, so that cupy's NCCL module finds it."
     spec = importlib.util.find_spec("nvidia")
@@ -273,6 +282,7 @@ def _preload_libnccl():
 
 def _ptr(a) -> int: return a.__cuda_array_interface__["data"][0]
 
+# %% ../nbs/42_distributed.ipynb #81e16086
 class _Nccl4py:
     "NCCL through nccl4py (pinned 0.6.0): it takes numba device arrays (the CUDA array interface) as they are."
     name = "nccl4py"
@@ -294,6 +304,7 @@ class _Nccl4py:
     def abort(self, comm): comm.abort()
     def destroy(self, comm): comm.destroy()
 
+# %% ../nbs/42_distributed.ipynb #4c2df2b1
 class _CupyNccl:
     "NCCL through cupy.cuda.nccl: raw device pointers and stream handles."
     name = "cupy"
@@ -319,8 +330,10 @@ class _CupyNccl:
     def abort(self, comm): comm.abort()
     def destroy(self, comm): comm.destroy()
 
+# %% ../nbs/42_distributed.ipynb #82a86f9a
 NCCL_BINDINGS = {"nccl4py": _Nccl4py, "cupy": _CupyNccl}
 
+# %% ../nbs/42_distributed.ipynb #f3ac47d9
 def nccl_binding(name: str | None = None):
     "The NCCL binding to use: `name` ('nccl4py' or 'cupy'), else env MINT_NCCL, else nccl4py if it imports, else cupy; RuntimeError saying what to install."
     name = name or os.environ.get("MINT_NCCL") or None
@@ -332,6 +345,7 @@ def nccl_binding(name: str | None = None):
     raise RuntimeError("data parallelism on GPUs needs NCCL through nccl4py or cupy, and neither works here ("
                        + "; ".join(why) + "): pip install nccl4py==0.6.0 nvidia-nccl-cu12 (CUDA 12) or nvidia-nccl-cu13 (CUDA 13)")
 
+# %% ../nbs/42_distributed.ipynb #57df0f50
 class NcclCollective(Collective):
     "The GPU collective: NCCL (nccl4py, else cupy) on numba device arrays, zero copy, on the default stream; unique id from rank 0 over TCP; every wait polls a CUDA event and NCCL's error state, and ends in `CollectiveError` (after NCCL's abort) at `timeout`."
     name = "nccl"
@@ -380,6 +394,7 @@ class NcclCollective(Collective):
     def abort(self):
         if self.comm is not None: self.lib.abort(self.comm); self.comm = None
 
+# %% ../nbs/42_distributed.ipynb #4cf8d281
 def open_collective(device: str, env: RankEnv | None = None, timeout: float | None = None) -> Collective:
     "The collective of this rank: none for one process, NCCL on 'cuda', gloo on 'cpu'."
     if env is None or env.world_size == 1: return Collective()
@@ -431,12 +446,14 @@ class DataParallel:
         super().finish(hist)
         if self.allreduce_ms: hist["allreduce_ms"] = self.allreduce_ms
 
+# %% ../nbs/42_distributed.ipynb #10ca6540
 class ParallelCpuEngine(DataParallel, CpuEngine):
     "`mint.train.CpuEngine` as one rank of a data-parallel run (`DataParallel`)."
 
 class ParallelGpuEngine(DataParallel, GpuEngine):
     "`mint.gpu_train.GpuEngine` as one rank of a data-parallel run (`DataParallel`)."
 
+# %% ../nbs/42_distributed.ipynb #9fa2bceb
 def train_parallel(params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list, vocab,
                    out_dir=None, meta: dict | None = None, progress: bool = True, *, device: str = "cpu",
                    env: RankEnv | None = None, grad_accum: int = 1, coll: Collective | None = None, **kw) -> TrainResult:
@@ -447,6 +464,7 @@ def train_parallel(params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, trai
         return _train_parallel(params, cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, progress, device,
                                coll, grad_accum, **kw)
 
+# %% ../nbs/42_distributed.ipynb #528e280f
 def _train_parallel(params, cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, progress, device, coll, grad_accum, **kw):
     engine = (ParallelGpuEngine if device == "cuda" else ParallelCpuEngine)(params, cfg, tcfg, coll, grad_accum)
     first = coll.rank == 0
@@ -465,6 +483,7 @@ def _quiet_threads(nprocs: int) -> dict:
     n = str(max(1, cores // nprocs))
     return {k: os.environ.get(k, n) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
 
+# %% ../nbs/42_distributed.ipynb #e0931cf5
 def _fd_ok(stream) -> bool:
     "Does `stream` write to a real file descriptor that children can inherit (a terminal or file, not Jupyter's)?"
     try: return stream.fileno() >= 0 and "ipykernel" not in type(stream).__module__
@@ -475,6 +494,7 @@ def _forward(pipe, stream):
     for chunk in iter(lambda: os.read(pipe.fileno(), 4096), b""):
         stream.write(chunk.decode(errors="replace")); stream.flush()
 
+# %% ../nbs/42_distributed.ipynb #a84ec10c
 def launch(fn, kwargs: dict | None = None, nprocs: int = 2, device: str = "cpu", grace: float = 10.0):
     "Run `fn(**kwargs)` in `nprocs` new processes, one per rank (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT set; rank r on GPU r); return rank 0's return value. A rank that fails stops the others and raises `RankFailed` naming it; Ctrl-C or SIGTERM gives the ranks `grace` seconds to stop, then ends them."
     if getattr(fn, "__module__", "__main__") in ("__main__", None) or "<locals>" in getattr(fn, "__qualname__", ""):
@@ -525,6 +545,7 @@ def launch(fn, kwargs: dict | None = None, nprocs: int = 2, device: str = "cpu",
         if main_thread: signal.signal(signal.SIGTERM, old_term if old_term is not None else signal.SIG_DFL)
         shutil.rmtree(tmp, ignore_errors=True)
 
+# %% ../nbs/42_distributed.ipynb #d5d94cc8
 def _watch(procs, settle: float = 2.0) -> str | None:
     "Wait until every rank has exited 0 (None), or one fails: then a sentence naming the failed rank (the others are stopped by the caller)."
     while True:
@@ -546,6 +567,7 @@ def _watch(procs, settle: float = 2.0) -> str | None:
             return s
         time.sleep(0.05)
 
+# %% ../nbs/42_distributed.ipynb #58a8100b
 def _stop(procs, grace: float):
     "Ask running ranks to stop (SIGTERM), then kill those still running after `grace` seconds."
     for p in procs:
@@ -555,6 +577,7 @@ def _stop(procs, grace: float):
         try: p.wait(max(0.0, end - time.monotonic()))
         except subprocess.TimeoutExpired: p.kill(); p.wait()
 
+# %% ../nbs/42_distributed.ipynb #b5cf4e62
 def run_rank(spec: str, result: str) -> int:
     "The body of a launched rank: call the pickled `fn(**kwargs)`; rank 0 writes its return value to `result`. Exit code 0, 1 (an error, printed naming the rank) or `PEER_EXIT` (a collective failed)."
     env = rank_env() or RankEnv()

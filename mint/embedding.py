@@ -100,6 +100,7 @@ def embedding_forward(ids, weight, out=None, check_ids: bool = True):
     embedding_gather_kernel[grid1d(out.size)](ids, weight, out, np.float32(math.sqrt(d)))
     return out
 
+# %% ../nbs/05_embedding.ipynb #ba429457
 def embedding_backward(ids, dx, dweight, check_ids: bool = True):
     "Zero `dweight` [V,d], then add √d·dx[n] into row ids[n] for every n (repeats accumulate); returns dweight."
     fn = "embedding_backward"

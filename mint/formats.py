@@ -66,6 +66,7 @@ def dir_patterns(prefix: str = "") -> list[str]:
     return [f"{prefix}train.json", f"{prefix}train.jsonl", f"{prefix}train.txt", f"{prefix}*train*.json*",
             f"{prefix}*.json", f"{prefix}*.jsonl", f"{prefix}*.txt", f"{prefix}*.xml.bz2", f"{prefix}*.xml"]
 
+# %% ../nbs/34_formats.ipynb #74e879f1
 def task_patterns(task: str) -> list[str]:
     "Every place (relative to root; `*` patterns are case-insensitive) looked for `task`, in order (§7.2)."
     t = task.lower()
@@ -93,6 +94,7 @@ def match_pattern(root: Path, pattern: str) -> list[Path]:
         found = nxt
     return sorted(found, key=_rank)
 
+# %% ../nbs/34_formats.ipynb #30d16e25
 def find_data(task: str, root="data") -> Path:
     "The first existing file for `task` under `root` along `task_patterns(task)`; CorpusNotFound listing every place looked."
     root = Path(root)
@@ -119,6 +121,7 @@ def folder_files(folder) -> tuple[list[Path], list[str]]:
         else: other.append(c.name + ("/" if c.is_dir() else ""))
     return files, other
 
+# %% ../nbs/34_formats.ipynb #6b72d842
 def load_folder(folder, max_samples: int | None = None, cache_dir=None) -> Corpus:
     "Every data file of `folder` (`folder_files`: in name order, not its subfolders) as one Corpus, stopping at `max_samples`; the files must be of one kind (chat or lm); errors name the file."
     check_max(max_samples)
@@ -150,6 +153,7 @@ def load_folder(folder, max_samples: int | None = None, cache_dir=None) -> Corpu
     out.problems = out.problems[:MAX_PROBLEMS]
     return out
 
+# %% ../nbs/34_formats.ipynb #472b4b0e
 def load_task(task_or_path, root="data", max_samples: int | None = None, cache_dir=None) -> Corpus:
     "Load a task by name (a key of `TASK_PATHS`, or a folder name under `root`: one file along `task_patterns`), a file, or a folder (all its data files, `load_folder`); stops at `max_samples`."
     check_max(max_samples)

@@ -27,6 +27,7 @@ def serial_loops():
     try: yield
     finally: numba.set_num_threads(n)
 
+# %% ../nbs/14_generate.ipynb #e1fa6d8f
 class Decoder:
     """Incremental (KV-cached) decoding of one sequence through `mint.model.forward`: `feed(tokens) -> logits[V]` (float64,
     host) of the last token; `device` 'cpu' or 'cuda'. On 'cuda' the one-token step is recorded once (per GEMM provider) as
@@ -162,6 +163,7 @@ def check_prompt(vocab: Vocab, text: str, what: str = "prompt") -> np.ndarray:
         raise ValueError(f"{what} {text!r}: none of its characters are in the model's vocabulary ({len(vocab)} entries)")
     return ids
 
+# %% ../nbs/14_generate.ipynb #9dabb2b9
 def generate(params, cfg: ModelConfig, vocab: Vocab, prompt: str, max_new_tokens: int = 100,
              temperature: float = 0.7, top_k: int = 50, top_p: float = 0.9, seed: int | None = None,
              start: tuple = (EOS,), slide: bool = False, device: str = "cpu") -> str:
@@ -202,6 +204,7 @@ def sampling_stages(logits, temperature: float = 0.7, top_k: int = 50, top_p: fl
     q = np.zeros_like(p); q[order] = p[order]
     return stages + [(f"top-p {top_p:g}" if top_p < 1 else "top-p off", q / q.sum())]
 
+# %% ../nbs/14_generate.ipynb #9541927a
 def plot_sampling_stages(stages: list, vocab: Vocab, n_show: int = 12):
     "Bars of the `n_show` most likely tokens (by the model) after each step of `sampling_stages`, one row per step; a `Figure`."
     import matplotlib

@@ -28,6 +28,7 @@ class GpuMemoryError(RuntimeError):
 def _is_oom(e: BaseException) -> bool:
     return isinstance(e, MemoryError) or "OUT_OF_MEMORY" in repr(e).upper() or "OUT OF MEMORY" in str(e).upper()
 
+# %% ../nbs/23_gpu_train.ipynb #6967612c
 @contextmanager
 def oom_hint(cfg: ModelConfig, batch_size: int, seq_len: int, precision: str = "fp32", recompute: bool = False):
     "Turn a device out-of-memory error inside the block into a `GpuMemoryError` naming --batch-size, --seq-len and --preset."
@@ -54,6 +55,7 @@ def mem_text(n) -> str:
 
 INPUTS = {"ids": np.int32, "targets": np.int32, "loss_mask": np.float32, "pos": np.int32, "seg": np.int32}
 
+# %% ../nbs/23_gpu_train.ipynb #f44d0e19
 def device_workspace(cfg: ModelConfig, batch_size: int, seq_len: int, training: bool = True, alloc=None,
                      attention: str = "unfused", precision: str = "fp32", recompute: bool = False) -> Workspace:
     "A `mint.model.Workspace` of float32 device arrays whose inputs are uploaded through pinned host buffers; `alloc(n, dtype)` defaults to `cuda.device_array`."
@@ -77,12 +79,14 @@ def poison_if_nonfinite_kernel(loss, sumsq):
         if math.isnan(x) or math.isinf(x):
             sumsq[0] = math.nan
 
+# %% ../nbs/23_gpu_train.ipynb #ce1d7686
 @cuda.jit
 def accumulate_kernel(acc, loss, n):
     "One thread: acc[0] += loss[0] * n in float64 (sum of masked token losses over validation batches)."
     if cuda.grid(1) == 0:
         acc[0] += float(loss[0]) * n
 
+# %% ../nbs/23_gpu_train.ipynb #ba47c2f1
 @contextmanager
 def quiet_occupancy_warnings():
     "Switch off numba's per-launch 'Grid size N will likely result in GPU under-utilization' check (the small glue launches trip it) inside the block."
@@ -97,6 +101,7 @@ def quiet_occupancy_warnings():
     finally:
         if old is not None: ncfg.CUDA_LOW_OCCUPANCY_WARNINGS = old
 
+# %% ../nbs/23_gpu_train.ipynb #55f81e0d
 class GpuEngine(Engine):
     "The GPU path for `mint.train.run_training`: weights, gradients, Adam moments and activations on the device; per step the batch goes up and the loss comes back."
     desc = "train (gpu)"
@@ -166,6 +171,7 @@ class GpuEngine(Engine):
         self.host_params()
         hist.update(self.counts, adam_rejected=int(self.rejected.copy_to_host()[0]))
 
+# %% ../nbs/23_gpu_train.ipynb #35709127
 def train_gpu(params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list,
               vocab, out_dir=None, meta: dict | None = None, progress: bool = True, graphs: bool = True, **kw) -> TrainResult:
     "`mint.train.train` on a CUDA GPU: same arguments (`control`, `resume`, `on_end` too), result, checkpoints and stop rules; `params` (flat float32) gets the final weights. History adds per-step counts (alloc, h2d, d2h, d2d, launches); `graphs=False`: no CUDA graphs."

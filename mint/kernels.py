@@ -12,8 +12,8 @@ from numba import cuda, float32
 # %% auto #0
 __all__ = ['THREADS', 'MAX_BLOCKS', 'COL_BX', 'COL_MAX_BY', 'COL_SLOTS', 'launch', 'grid1d', 'next_pow2', 'grid2d', 'unchecked',
            'check_args', 'gemm_dims', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel', 'swap01_kernel',
-           'rows_grid', 'copy', 'add', 'swap01', 'block_sum', 'block_max', 'block_sum_y', 'column_block',
-           'reduction_block', 'placeholder', 'Graph', 'stream_handle', 'capture']
+           'rows_grid', 'copy', 'add', 'swap01', 'block_sum', 'placeholder', 'block_max', 'block_sum_y', 'column_block',
+           'reduction_block', 'Graph', 'stream_handle', 'capture']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
 THREADS = 32 if simulator_enabled() else 256       # threads per block of 1-D (grid-stride) launches
@@ -72,6 +72,7 @@ def _type_name(t) -> str:
     if isinstance(t, tuple): return " or ".join(_type_name(x) for x in t)
     return {np.floating: "float", np.integer: "integer"}.get(t, None) or np.dtype(t).name
 
+# %% ../nbs/03_kernels.ipynb #660e7c51
 def _shape_name(shape, dims: dict) -> str:
     if all(s is None for s in shape): return f"{len(shape)}-D"
     names = ["*" if s is None else str(dims.get(s, s)) for s in shape]
@@ -97,6 +98,7 @@ def _dtype_ok(dt: np.dtype, dtype, dev: bool) -> bool:
 
 _CHECKED = contextvars.ContextVar("mint_checked", default=True)   # per thread (and per asyncio task)
 
+# %% ../nbs/03_kernels.ipynb #7cd88cd3
 @contextlib.contextmanager
 def unchecked():
     "Inside, `check_args` only tells the side (NumPy or device): for a caller repeating launches whose arguments were checked once already — the decoder's later tokens, ~75 launches a token that each spent ~18 µs in checks."
@@ -104,6 +106,7 @@ def unchecked():
     try: yield
     finally: _CHECKED.reset(token)
 
+# %% ../nbs/03_kernels.ipynb #eaefdf19
 def check_args(fn: str, /, outs: tuple = (), inplace: bool = False, **args) -> bool:
     "Check a launcher's arrays, each `name=array` or `name=(array, shape, dtype)`; True for the device path. ValueError naming `fn` and the argument on: a mix of NumPy and device arrays, a wrong dtype or shape, an output in `outs` overlapping another argument (with `inplace`, an output may be exactly an input). Inside `unchecked()`: only the side."
     if not _CHECKED.get():
@@ -220,6 +223,7 @@ def swap01_kernel(src, dst):
         for c in range(cuda.threadIdx.x, C, cuda.blockDim.x):
             dst[j, i, c] = src[i, j, c]
 
+# %% ../nbs/03_kernels.ipynb #f3c2c6df
 def rows_grid(n_rows: int, row_len: int) -> tuple:
     "`launch` of a kernel whose blocks stride over `n_rows` rows and whose threads stride along a row of `row_len`: ≤ MAX_BLOCKS blocks of ≤ THREADS threads (at least a warp)."
     return launch(max(1, min(int(n_rows), MAX_BLOCKS)), min(THREADS, max(32, next_pow2(row_len))))
@@ -278,6 +282,13 @@ def block_sum(buf, value):
     "Sum of `value` over the threads of a 1-D block, returned to every thread; `buf`: shared, >= blockDim.x (a power of two) slots; reusable on return."
     return _tree(buf, value, cuda.threadIdx.x, cuda.blockDim.x, 1, 0, False)
 
+# %% ../nbs/03_kernels.ipynb #224b6dc6
+@functools.lru_cache(maxsize=None)
+def placeholder(shape: tuple, dtype=np.int32):
+    "A zero device array of `shape` and `dtype`, made once: what a launcher passes for an array argument its kernel will not read (kernels cannot take None)."
+    return cuda.to_device(np.zeros(shape, dtype))
+
+# %% ../nbs/03_kernels.ipynb #5c3cb6d5
 @cuda.jit(device=True)
 def block_max(buf, value):
     "Max of `value` over the threads of a 1-D block, returned to every thread; `buf`: shared, >= blockDim.x (a power of two) slots; reusable on return."
@@ -302,12 +313,6 @@ def reduction_block(fn: str, threads: int | None = None, default: int = THREADS,
     if t < 1 or t > limit or t & (t - 1):
         raise ValueError(f"{fn}: threads per block must be a power of two in [1, {limit}], got {threads}")
     return t
-
-# %% ../nbs/03_kernels.ipynb #224b6dc6
-@functools.lru_cache(maxsize=None)
-def placeholder(shape: tuple, dtype=np.int32):
-    "A zero device array of `shape` and `dtype`, made once: what a launcher passes for an array argument its kernel will not read (kernels cannot take None)."
-    return cuda.to_device(np.zeros(shape, dtype))
 
 # %% ../nbs/03_kernels.ipynb #2d6dec30
 class Graph:

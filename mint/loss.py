@@ -29,6 +29,7 @@ def check_targets(targets: np.ndarray, vocab_size: int):
     if bad.size:
         raise ValueError(f"targets must be in [0, {vocab_size}): row {bad[0]} has target {targets[bad[0]]} ({bad.size} bad rows)")
 
+# %% ../nbs/10_loss.ipynb #7a8cb4f4
 def cross_entropy_ref(logits: np.ndarray, targets: np.ndarray, loss_mask: np.ndarray, dlogits=None):
     "Masked mean cross-entropy: logits[N,V], targets[N] int, loss_mask[N] -> (loss float, dlogits[N,V] in logits' dtype) (§5.8); dlogits written into the given buffer (may be logits)."
     _check_ce("cross_entropy_ref", logits, targets, loss_mask, dlogits)
@@ -78,6 +79,7 @@ def _ce_finish_cpu(e, targets, loss_mask, count, zt):
         total += loss_mask[r] * (math.log(s) - zt[r])
     return total
 
+# %% ../nbs/10_loss.ipynb #682257d4
 def cross_entropy_cpu(logits: np.ndarray, targets: np.ndarray, loss_mask: np.ndarray, dlogits=None):
     "cross_entropy_ref's result for float32 logits in three passes (two compiled loops around NumPy's exp): (loss float, dlogits); dlogits may be logits."
     _check_ce("cross_entropy", logits, targets, loss_mask, dlogits)
@@ -111,6 +113,7 @@ def ce_count_kernel(loss_mask, scratch):
     if t == 0:
         scratch[n] = total
 
+# %% ../nbs/10_loss.ipynb #0f560ea0
 @cuda.jit
 def cross_entropy_kernel(logits, targets, loss_mask, scratch, dlogits):
     "Fused softmax + CE + gradient, one block per row: dlogits = (P - onehot)*mask/N_mask, scratch[row] = mask*(-log P[target])."
@@ -147,6 +150,7 @@ def cross_entropy_kernel(logits, targets, loss_mask, scratch, dlogits):
         else:
             scratch[row] = math.nan                    # bad target: poison the loss, never read out of bounds
 
+# %% ../nbs/10_loss.ipynb #31d3b3f4
 @cuda.jit
 def ce_loss_kernel(scratch, loss_out):
     "One block: loss_out[0] = sum(scratch[:N]) / scratch[N], or 0 when the mask count is 0 (NaN stays NaN)."
@@ -201,6 +205,7 @@ def norm_playground(scale: float = 1.0, n: int = 8, seed: int = 0, dtype=np.floa
     return dict(x=x, naive=naive, stable=softmax_stable(x), rmsnorm=y[0], rms=float(1 / rstd[0]) if rstd[0] else math.inf,
                 overflow=not np.isfinite(naive).all(), exp_limit=float(np.log(np.finfo(dtype).max)))
 
+# %% ../nbs/10_loss.ipynb #35fdfb3e
 def plot_norm_playground(r: dict):
     "Three panels for a `norm_playground` result: x (with the exp overflow line), both softmaxes (NaN marked), RMSNorm."
     from matplotlib.figure import Figure
@@ -221,6 +226,7 @@ def plot_norm_playground(r: dict):
     for ax in (ax_x, ax_s, ax_r): ax.grid(axis="y", alpha=0.3); ax.set_xlabel("index")
     return fig
 
+# %% ../nbs/10_loss.ipynb #d177f845
 def norm_widget():
     "Sliders for the input scale (log), length and seed over `plot_norm_playground`."
     import ipywidgets as W

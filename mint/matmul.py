@@ -191,6 +191,7 @@ def gemm_summary(r: dict) -> str:
             f"{r['grid'][0]}×{r['grid'][1]} ({r['threads']:,} threads), rel. error {r['rel_error']:.1e}, "
             f"{r['seconds'] * 1e3:.2f} ms per call, {r['gflops']:.3g} GFLOP/s ({r['where']})")
 
+# %% ../nbs/04_matmul.ipynb #d1c121fd
 def gemm_widget(max_size: int | None = None):
     "Sliders for tile size and M, K, N over `gemm_playground` (sizes up to 64 in the simulator, 4096 on a GPU)."
     import ipywidgets as W

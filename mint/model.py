@@ -23,7 +23,8 @@ from .precision import PRECISIONS, to_bf16, linear_bf16, linear_backward_bf16
 # %% auto #0
 __all__ = ['INT32_MAX', 'ATTENTION', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views', 'flops_per_token',
            'init_params', 'workspace_shapes', 'workspace_bytes', 'check_int32', 'Workspace', 'KVCache', 'layer_forward',
-           'forward', 'loss_forward', 'layer_backward', 'backward', 'loss_and_grads', 'logits_of']
+           'forward', 'loss_forward', 'layer_backward', 'backward', 'loss_and_grads', 'logits_of', 'attention_maps',
+           'plot_attention', 'attention_widget']
 
 # %% ../nbs/12_model.ipynb #f138c71f
 def param_specs(cfg: ModelConfig) -> list[tuple[str, tuple]]:
@@ -431,3 +432,49 @@ def logits_of(params: np.ndarray, cfg: ModelConfig, input_ids, pos=None, seg=Non
     B, T = np.shape(input_ids)
     ws = Workspace(cfg, B, T, params.dtype, training=False)
     return forward(views(params, cfg), cfg, ws.load(input_ids, pos, seg=seg)).copy()
+
+# %% ../nbs/12_model.ipynb #feae1dbf
+def attention_maps(params, cfg, vocab, text: str) -> tuple[list, np.ndarray]:
+    "`(tokens, probs[n_layers, n_heads, T, T])`: the attention of a trained model over `<eos>` + `text` (cut to the window)."
+    from mint.vocab import EOS
+    ids = np.array([EOS, *vocab.encode(text)[:cfg.max_seq_len - 1]], np.int32)
+    v = Workspace(cfg, 1, len(ids), params.dtype, training=True).load(ids[None])
+    forward(views(params, cfg), cfg, v)
+    return [vocab.itos[i] for i in ids], np.stack([A.probs[0] for A in v.layers]).copy()
+
+# %% ../nbs/12_model.ipynb #e59a6dad
+def plot_attention(tokens: list, probs: np.ndarray, layer: int | None = None, head: int | None = None):
+    "Heatmaps of `attention_maps` output: every layer × head, or only `layer` / `head`; a `Figure`."
+    import matplotlib
+    from matplotlib.figure import Figure
+    from mint.core import cjk_fonts, token_label, show_figures_in_ipython
+    show_figures_in_ipython()
+    layers = range(probs.shape[0]) if layer is None else [layer]
+    heads = range(probs.shape[1]) if head is None else [head]
+    labels = [token_label(t) for t in tokens]
+    with matplotlib.rc_context({"font.family": ["DejaVu Sans", *cjk_fonts()[:1]]}):
+        fig = Figure(figsize=(2.6 * len(heads) + 0.6, 2.6 * len(layers) + 0.3), layout="constrained")
+        axes = np.atleast_2d(fig.subplots(len(layers), len(heads), squeeze=False))
+        for r, l in enumerate(layers):
+            for c, h in enumerate(heads):
+                ax = axes[r, c]
+                im = ax.imshow(probs[l, h], cmap="Blues", vmin=0, vmax=1)
+                ax.set_title(f"layer {l}, head {h}", fontsize=9)
+                ax.set_xticks(range(len(labels)), labels, fontsize=7, rotation=90)
+                ax.set_yticks(range(len(labels)), labels, fontsize=7)
+        fig.colorbar(im, ax=axes, shrink=0.6, label="attention")
+    return fig
+
+# %% ../nbs/12_model.ipynb #d5718117
+def attention_widget(params, cfg, vocab, text: str = "中国人民银行今天宣布"):
+    "A sentence box and layer/head choices over `plot_attention` of a trained model."
+    import ipywidgets as W
+    from IPython.display import display
+    from mint.core import widget_panel
+    def draw(text, layer, head):
+        if not text: return print("type a sentence")
+        display(plot_attention(*attention_maps(params, cfg, vocab, text), layer, head))
+    every = lambda n: [("all", None)] + [(str(i), i) for i in range(n)]
+    return widget_panel(draw, dict(text=W.Text(text, description="sentence", continuous_update=False),
+                                   layer=W.Dropdown(options=every(cfg.n_layers), description="layer"),
+                                   head=W.Dropdown(options=every(cfg.n_heads), description="head")))

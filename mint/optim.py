@@ -75,6 +75,7 @@ def _clip_scale(sumsq, max_norm) -> float:
     norm = math.sqrt(sumsq)
     return max_norm / norm if max_norm and norm > max_norm else 1.0
 
+# %% ../nbs/11_optim.ipynb #de1eb65b
 def adam_step_ref(params, grads, m, v, lr, step, cfg: AdamConfig, sumsq=None, decay_mask=None) -> int:
     "One Adam(W) step in place on same-shape float buffers (§8.5); float64 arithmetic. With `sumsq`=Σg², clip to cfg.max_grad_norm, and drop the whole step if it is not finite. Bad updates are refused (w, m, v kept, grad zeroed). Returns the number refused."
     _check_buffers("adam_step_ref", params, grads, m, v, decay_mask)
@@ -133,6 +134,7 @@ def grad_sumsq_cpu(grads):
         s += x * x
     return s
 
+# %% ../nbs/11_optim.ipynb #c9c5a507
 @njit(cache=True, parallel=True)
 def _adam_cpu(params, grads, m, v, lr, bc1, bc2, beta1, beta2, eps, weight_decay, max_update, scale, fmax,
               decay_mask, use_mask):
@@ -155,6 +157,7 @@ def _adam_cpu(params, grads, m, v, lr, bc1, bc2, beta1, beta2, eps, weight_decay
             n_bad += 1
     return n_bad
 
+# %% ../nbs/11_optim.ipynb #d89a950b
 def adam_step_cpu(params, grads, m, v, lr, step, cfg: AdamConfig, sumsq=None, decay_mask=None) -> int:
     "adam_step_ref's result for C-contiguous NumPy buffers in one compiled pass: the same clipping, dropping and refusals; returns the number refused."
     _check_buffers("adam_step", params, grads, m, v, decay_mask)

@@ -18,7 +18,7 @@ from .train import TrainConfig, train, check_memory
 # %% auto #0
 __all__ = ['RESUMABLE_CHANGES', 'REPLACED_FILES', 'load_samples', 'default_run_dir', 'check_out_dir', 'data_fingerprint',
            'safe_exp', 'train_corpus', 'resume_corpus', 'write_run_report', 'format_report', 'set_aside',
-           'settle_aside', 'check_tokenizer_options']
+           'settle_aside', 'check_tokenizer_options', 'Run', 'fit']
 
 # %% ../nbs/37_pipeline.ipynb #43377d20
 def _dropped_note(dropped: Counter, prefix: str = "; dropped: ") -> str:
@@ -312,3 +312,69 @@ def check_tokenizer_options(ck, init, arch, tokenizer: str, vocab_size) -> None:
         if given: raise ValueError(f"--init {init}: {', '.join(given)} cannot change a checkpoint's model; fine-tuning keeps them")
     elif tokenizer == "bpe" and vocab_size is None: raise ValueError("--tokenizer bpe needs --vocab-size N (e.g. 8000)")
     elif tokenizer == "char" and vocab_size is not None: raise ValueError("--vocab-size is for --tokenizer bpe")
+
+# %% ../nbs/37_pipeline.ipynb #03741b34
+from dataclasses import dataclass, field
+from .core import ModelConfig
+from .checkpoint import load_checkpoint, runs_dir
+from .train import plot_history, LiveCurves
+
+# %% ../nbs/37_pipeline.ipynb #c75d1c27
+@dataclass
+class Run:
+    "A finished run read from its folder: `history`, `config`, `vocab`, `params` (best checkpoint), `meta`, `summary`; `plot()`, `generate()`, `chat()`."
+    dir: Path
+    history: dict
+    config: ModelConfig
+    vocab: Vocab
+    params: np.ndarray = field(repr=False)
+    meta: dict = field(default_factory=dict, repr=False)
+    summary: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def load(cls, run_dir) -> "Run":
+        "Read a run folder written by `mint train` / `fit` (best checkpoint, `history.json`, `summary.json`)."
+        d = Path(run_dir)
+        ck = load_checkpoint(d / "best.safetensors")
+        hist = json.loads((d / "history.json").read_text(encoding="utf-8"))
+        summ = json.loads((d / "summary.json").read_text(encoding="utf-8")) if (d / "summary.json").exists() else {}
+        return cls(d, hist, ck.config, ck.vocab, ck.params, ck.meta, summ)
+
+    @property
+    def report_path(self) -> Path: return self.dir / "report.html"
+
+    def plot(self, title: str | None = None):
+        "The run's curves (loss, validation loss, learning rate) as a matplotlib `Figure`."
+        return plot_history(self.history, title=title or f"{self.dir.name}")
+
+    def generate(self, prompt: str, with_prompt: bool = False, **kwargs) -> str:
+        "Continue `prompt` with the best weights (`mint.generate.generate`: max_new_tokens, temperature, top_k, top_p, seed); `with_prompt`: the prompt, then its continuation."
+        from mint.generate import generate
+        text = generate(self.params, self.config, self.vocab, prompt, **kwargs)
+        return prompt + text if with_prompt else text
+
+    def chat(self, **kwargs):
+        "A `mint.chat.ChatSession` over the best weights (`.ask(text) -> reply`)."
+        from mint.chat import ChatSession
+        return ChatSession(self.params, self.config, self.vocab, **kwargs)
+
+    def __repr__(self) -> str:
+        v = self.meta.get("val_loss", math.nan)
+        return (f"Run({str(self.dir)!r}: {len(self.history['step'])} steps, best validation loss {v:.3f} at step "
+                f"{self.meta.get('step', '?')}, {n_params(self.config):,} parameters)")
+
+# %% ../nbs/37_pipeline.ipynb #18349c66
+def fit(data: str = "peoples_daily", preset: str = "tiny", steps: int = 300, out=None, live: bool = True,
+        device: str = "auto", overwrite: bool = False, max_samples: int | None = None, log=print, progress: bool = True,
+        **train_options) -> Run:
+    "Train from one cell (the pipeline of `mint train`) with a progress bar and live curves; returns the `Run`. `train_options` go to `TrainConfig`."
+    train_options.setdefault("eval_every", max(1, steps // 10))
+    tcfg = TrainConfig(steps=steps, **train_options)
+    if out is None: out = runs_dir() / f"{Path(str(data)).stem}-{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    cbs = [LiveCurves(title=f"{preset} on {Path(str(data)).stem}")] if live else []
+    rep = train_corpus(data, preset, tcfg, out, device=device, overwrite=overwrite, max_samples=max_samples,
+                       log=log, progress=progress, callbacks=cbs)
+    if not (Path(out) / "report.html").exists():
+        from mint.report import write_report
+        write_report(out, rep)
+    return Run.load(out)

@@ -16,7 +16,7 @@ from .text import INVALID, CorpusError, TextStream, check_file, clean_text, drop
 
 # %% auto #0
 __all__ = ['MAX_PROBLEMS', 'MAX_RECORD_CHARS', 'CONVERSATION_KEYS', 'SPEAKERS', 'QA_SEP', 'PLACEHOLDER_ANSWERS', 'FORMATS',
-           'SHAPES', 'BadRecord', 'fix_lone_surrogates', 'json_pieces', 'JsonStream', 'belle_samples',
+           'SHAPES', 'BadRecord', 'fix_lone_surrogates', 'json_pieces', 'JsonStream', 'json_error_at', 'belle_samples',
            'conversation_turns', 'turns_samples', 'lccc_samples', 'qa_items', 'answer_problem', 'qa_samples',
            'text_samples', 'record_format', 'Corpus', 'check_max', 'scrub', 'collect', 'read_records']
 
@@ -39,12 +39,14 @@ def fix_lone_surrogates(s: str) -> str:
     if not _LONE_HINT.search(s): return s
     return _ESCAPE.sub(lambda m: "\\uffff" if len(m.group()) == 6 and m.group()[1] == "u" else m.group(), s)
 
+# %% ../nbs/32_records.ipynb #0f6d5cc1
 def _safe_cut(text: str) -> int:
     "The largest `i <= len(text)` with no backslash in the 11 characters before it: no JSON escape (at most 12 chars) spans `i`."
     i = len(text)
     while "\\" in text[max(0, i - 11):i]: i = text.rfind("\\", max(0, i - 11), i)
     return i
 
+# %% ../nbs/32_records.ipynb #f66995f4
 def json_pieces(chunks: Iterable[str]) -> Iterator[str]:
     "The text of `chunks` cut into pieces that end at a newline (kept) or at a chunk end, never inside an escape sequence."
     carry = ""
@@ -71,6 +73,7 @@ def _advance(line: int, col: int, s: str) -> tuple[int, int]:
     nl = s.count("\n")
     return (line + nl, len(s) - s.rfind("\n")) if nl else (line, col + len(s))
 
+# %% ../nbs/32_records.ipynb #1bb9f33d
 class JsonStream:
     "The values at one path of a JSON document, streamed with ijson, with the line each starts on; errors give line and column."
     def __init__(self, stream: TextStream):
@@ -127,37 +130,41 @@ class JsonStream:
             for _ in self.items(" no such path "): pass
 
     def _locate(self, err: Exception, from_piece: int, prefixes: tuple) -> CorpusError:
-        "Replay the document to find where the error is: pieces before `from_piece` whole, then one character at a time."
-        events = ijson.sendable_list()
-        coro = ijson.parse_coro(events)
-        line, col, kept, kept_at, item_at, stop = 1, 1, [], (1, 1), None, None
-        for k, piece in enumerate(json_pieces(TextStream(self.path, self.stream.chunk_size))):
-            if k < from_piece:
-                try: coro.send(piece.encode())
-                except ijson.JSONError: pass                          # cannot happen: it passed before
-                del events[:]
-                line, col = _advance(line, col, piece)
-                kept_at = (line, col)
-                continue
-            for ch in piece:
-                kept.append(ch)
-                try: coro.send(ch.encode())
-                except ijson.JSONError as e: err, stop = e, len(kept) - 1; break
-                if any(p in prefixes and ev in _VALUE_START for p, ev, _ in events): item_at = len(kept) - 1
-                del events[:]
-            if stop is not None: break
-        if stop is None:
-            try: coro.close()
-            except ijson.JSONError as e: err = e
-            stop = len(kept)
-        text = "".join(kept)
-        msg = re.sub(r"^(parse|lexical) error: ", "", str(err).split("\n")[0]).rstrip(".")
-        at = stop
-        if item_at is not None:
-            try: json.JSONDecoder().raw_decode(text, item_at)
-            except json.JSONDecodeError as e: msg, at = _json_msg(e.msg), e.pos
-        line, col = _advance(*kept_at, text[:at])
-        return CorpusError(f"{self.path}: invalid JSON at line {line}, column {col}: {msg}")
+        return json_error_at(self.path, self.stream.chunk_size, err, from_piece, prefixes)
+
+# %% ../nbs/32_records.ipynb #3e71b20f
+def json_error_at(path, chunk_size: int, err: Exception, from_piece: int, prefixes: tuple) -> CorpusError:
+    "`JsonStream`'s error position: replay the document at `path` to find where the error is: pieces before `from_piece` whole, then one character at a time."
+    events = ijson.sendable_list()
+    coro = ijson.parse_coro(events)
+    line, col, kept, kept_at, item_at, stop = 1, 1, [], (1, 1), None, None
+    for k, piece in enumerate(json_pieces(TextStream(path, chunk_size))):
+        if k < from_piece:
+            try: coro.send(piece.encode())
+            except ijson.JSONError: pass                          # cannot happen: it passed before
+            del events[:]
+            line, col = _advance(line, col, piece)
+            kept_at = (line, col)
+            continue
+        for ch in piece:
+            kept.append(ch)
+            try: coro.send(ch.encode())
+            except ijson.JSONError as e: err, stop = e, len(kept) - 1; break
+            if any(p in prefixes and ev in _VALUE_START for p, ev, _ in events): item_at = len(kept) - 1
+            del events[:]
+        if stop is not None: break
+    if stop is None:
+        try: coro.close()
+        except ijson.JSONError as e: err = e
+        stop = len(kept)
+    text = "".join(kept)
+    msg = re.sub(r"^(parse|lexical) error: ", "", str(err).split("\n")[0]).rstrip(".")
+    at = stop
+    if item_at is not None:
+        try: json.JSONDecoder().raw_decode(text, item_at)
+        except json.JSONDecodeError as e: msg, at = _json_msg(e.msg), e.pos
+    line, col = _advance(*kept_at, text[:at])
+    return CorpusError(f"{path}: invalid JSON at line {line}, column {col}: {msg}")
 
 # %% ../nbs/32_records.ipynb #d0673fca
 def _need_str(rec: dict, key: str, default=None) -> str:
@@ -169,6 +176,7 @@ def _need_str(rec: dict, key: str, default=None) -> str:
     if not isinstance(v, str): raise BadRecord(f"field {key!r} is {type(v).__name__}, not a string")
     return clean_text(v)
 
+# %% ../nbs/32_records.ipynb #594adf9b
 def _need_dict(rec, what="an object") -> dict:
     if not isinstance(rec, dict): raise BadRecord(f"expected {what}, got {type(rec).__name__}")
     return rec
@@ -195,6 +203,7 @@ def _conversation(rec) -> list:
         rec = next((rec[k] for k in CONVERSATION_KEYS if isinstance(rec.get(k), list)), rec)
     return rec
 
+# %% ../nbs/32_records.ipynb #b883bd0a
 def _turn_text(v, i: int, field: str) -> str:
     if not isinstance(v, str): raise BadRecord(f"turn {i}: {field!r} is {type(v).__name__}, not a string")
     return clean_text(v)
@@ -214,6 +223,7 @@ def conversation_turns(turns: list) -> list[tuple[str, str]]:
         out.append((speaker, _turn_text(t.get("value", t.get("content")), i, "value/content")))
     return out
 
+# %% ../nbs/32_records.ipynb #49074444
 def turns_samples(rec, dropped: Counter | None = None) -> list[tuple[str, str]]:
     "`(human turn, next assistant turn)` pairs of one conversation record; other turns dropped and counted; BadRecord if none."
     turns = _conversation(rec)
@@ -250,6 +260,7 @@ def _qa_children(rec: dict, key: str) -> list:
     if not isinstance(v, list): raise BadRecord(f"field {key!r} is {type(v).__name__}, not a list")
     return v
 
+# %% ../nbs/32_records.ipynb #249f0cbe
 def qa_items(label: str, rec) -> Iterator[tuple[str, object]]:
     "Yield `(label, (context, qa))` for every question in a SQuAD/CMRC record (whole file, article, or paragraph), or `(label, BadRecord)`."
     sep = "." if label.endswith("]") else " "
@@ -268,9 +279,11 @@ def qa_items(label: str, rec) -> Iterator[tuple[str, object]]:
         yield label, e; return
     for i, kid in enumerate(kids): yield from qa_items(f"{label}{sep}{key}[{i}]", kid)
 
+# %% ../nbs/32_records.ipynb #24332d60
 PLACEHOLDER_ANSWERS = {"", "n/a", "na", "none", "null", "nan", "unknown", "fake_answer", "fake answer", "no answer",
                        "noanswer", "无答案", "暂无", "暂无答案", "没有答案"}
 
+# %% ../nbs/32_records.ipynb #9149657f
 def answer_problem(a, ctx: str) -> tuple[str, str]:
     "`(text, '')` for a usable answer (string or `{text, answer_start}`) to context `ctx`, else `('', why)` with `why` its kind."
     text, start = (a, None) if isinstance(a, str) else (a.get("text"), a.get("answer_start")) if isinstance(a, dict) else (None, None)
@@ -280,6 +293,7 @@ def answer_problem(a, ctx: str) -> tuple[str, str]:
     if text not in ctx: return "", "answer not in context"
     return text, ""
 
+# %% ../nbs/32_records.ipynb #e9d0f4d6
 def _answer_list(answers) -> list:
     "SQuAD's list of answers; Hugging Face's column form `{text: [...], answer_start: [...]}` turned into that list."
     if isinstance(answers, dict) and isinstance(answers.get("text"), list):
@@ -288,6 +302,7 @@ def _answer_list(answers) -> list:
         return [{"text": t, "answer_start": s} for t, s in zip(answers["text"], starts)]
     return answers
 
+# %% ../nbs/32_records.ipynb #e3a00aa5
 def qa_samples(item, dropped: Counter | None = None) -> list[tuple[str, str]]:
     "`[(context + QA_SEP + question, first usable answer)]` of one `(context, qa)` item; BadRecord (by kind) when no answer is usable."
     ctx, qa = item
@@ -331,8 +346,10 @@ SHAPES = {  # name: the records it reads, for error messages
     "text":  '"a string" or {"text": "..."} (LM text)',
 }
 
+# %% ../nbs/32_records.ipynb #4859f0f1
 def _all_str(xs) -> bool: return bool(xs) and all(isinstance(x, str) for x in xs)
 
+# %% ../nbs/32_records.ipynb #7fe04025
 def record_format(rec) -> str | None:
     "The format name ('belle', 'turns', 'lccc', 'qa', 'text') a parsed record looks like, or None (never a guess)."
     if isinstance(rec, str): return "text"
@@ -379,6 +396,7 @@ def check_max(max_samples):
     if max_samples is not None and (not isinstance(max_samples, int) or max_samples < 1):
         raise ValueError(f"max_samples must be a positive integer or None, got {max_samples!r}")
 
+# %% ../nbs/32_records.ipynb #a9cd7f86
 def scrub(rec, dropped: Counter):
     "`rec` (parsed JSON or a line) with the invalid characters removed from every string value, counted in `dropped[INVALID]`."
     if isinstance(rec, str):
@@ -389,6 +407,7 @@ def scrub(rec, dropped: Counter):
     if isinstance(rec, dict): return {k: scrub(v, dropped) for k, v in rec.items()}
     return rec
 
+# %% ../nbs/32_records.ipynb #e9d0f1a3
 def collect(records: Iterable[tuple[str, object]], path, fmt: str | None = None, max_samples: int | None = None,
             stream: TextStream | None = None, dropped: Counter | None = None) -> Corpus:
     "Corpus from `(label, record)` pairs: format `fmt` (or detected from the first recognisable record), bad records skipped and counted, stop at `max_samples`."
@@ -464,6 +483,7 @@ def _lines(stream: TextStream, dropped: Counter) -> Iterator[tuple[int, str | Ba
         elif line.strip(): yield lineno, line
         else: dropped["blank lines"] += 1
 
+# %% ../nbs/32_records.ipynb #9810fe3b
 def _jsonl_records(stream: TextStream, dropped: Counter) -> Iterator[tuple[str, object]]:
     for lineno, line in _lines(stream, dropped):
         if isinstance(line, BadRecord): yield f"line {lineno}", line; continue
@@ -474,9 +494,11 @@ def _jsonl_records(stream: TextStream, dropped: Counter) -> Iterator[tuple[str, 
 def _text_records(stream: TextStream, dropped: Counter) -> Iterator[tuple[str, str]]:
     for lineno, line in _lines(stream, dropped): yield f"line {lineno}", line
 
+# %% ../nbs/32_records.ipynb #0433832b
 def _array_records(stream: TextStream) -> Iterator[tuple[str, object]]:
     for i, line, v in JsonStream(stream).items("item"): yield f"line {line} [{i}]", v
 
+# %% ../nbs/32_records.ipynb #bcf0e0d1
 def _object_records(stream: TextStream, notes: list) -> Iterator[tuple[str, object]]:
     js, count = JsonStream(stream), Counter()
     for _, line, v in js.items(("data.item", "train.item")):
@@ -491,6 +513,7 @@ def _object_records(stream: TextStream, notes: list) -> Iterator[tuple[str, obje
         others = [k for k in js.keys if k not in ("train", "data")]
         notes.append(f"read the 'train' list" + (f"; ignored {', '.join(others)}" if others else ""))
 
+# %% ../nbs/32_records.ipynb #bc028b74
 def _head(path) -> str:
     "The text of `path` from its first non-whitespace character: the whole first line if that is '{', else that character."
     parts, size = [], 0
@@ -504,6 +527,7 @@ def _head(path) -> str:
     head = "".join(parts)
     return head.split("\n", 1)[0].strip() if head.startswith("{") else head[:1]
 
+# %% ../nbs/32_records.ipynb #1bb5bda9
 def _is_json_line(line: str) -> bool:
     "True if a file whose first line is `line` is JSON Lines: the line is a whole JSON value that is not a container of records (`{\"data\": [...]}`, `{\"train\": [...]}`), or a broken one that ends with '}'."
     try: v = _DEC.decode(line)
@@ -511,6 +535,7 @@ def _is_json_line(line: str) -> bool:
     container = isinstance(v, dict) and any(isinstance(v.get(k), list) for k in ("data", "train"))
     return not (container and record_format(v) in (None, "qa"))
 
+# %% ../nbs/32_records.ipynb #d0d27a22
 def read_records(path, kind: str = "json", max_samples: int | None = None) -> Corpus:
     "Samples of a text ('text'), JSON Lines ('jsonl') or JSON ('json': array, object or JSON Lines, by content) file."
     check_max(max_samples)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/38_report.ipynb #bae7cb9b
 from __future__ import annotations
-import html, io, json, math, re, time
+import atexit, html, io, itertools, json, math, os, re, shutil, time
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -16,9 +16,9 @@ from .checkpoint import atomic_write, load_checkpoint, runs_dir
 from .train import TrainConfig, plot_history, LiveCurves
 
 # %% auto #0
-__all__ = ['FP32_PEAK', 'LM_PROMPTS', 'CHAT_PROMPTS', 'param_table', 'model_flops_per_token', 'mfu', 'figure_svg',
+__all__ = ['FP32_PEAK', 'LM_PROMPTS', 'CHAT_PROMPTS', 'EMPTY_SAMPLE', 'param_table', 'model_flops_per_token', 'mfu', 'figure_svg',
            'curves_figure', 'external_references', 'sample_texts', 'training_rows', 'render_report', 'write_report',
-           'Run', 'fit']
+           'demo_dir']
 
 # %% ../nbs/38_report.ipynb #2e6889bb
 def _component(name: str) -> str:
@@ -27,6 +27,7 @@ def _component(name: str) -> str:
         return f"layer {i} " + {"self_attn": "attention", "mlp": "MLP (SwiGLU)"}.get(part, "norms")
     return {"model.embed_tokens": "embedding", "model.norm": "final norm"}.get(name.rsplit(".", 1)[0], "lm_head")
 
+# %% ../nbs/38_report.ipynb #63ba3fd5
 def param_table(cfg: ModelConfig) -> list[dict]:
     "One row per component (embedding, each layer's attention / MLP / norms, final norm, lm_head): `component`, `tensors`, `params`, `share`."
     rows, total = {}, n_params(cfg)
@@ -47,6 +48,7 @@ def model_flops_per_token(cfg: ModelConfig, seq_len: int | None = None) -> float
     T = seq_len or cfg.max_seq_len
     return 6 * (n_params(cfg) - cfg.vocab_size * cfg.d_model) + 12 * cfg.n_layers * T * cfg.d_model
 
+# %% ../nbs/38_report.ipynb #a33c26f1
 def mfu(tokens_per_s: float, cfg: ModelConfig, seq_len: int | None, device_name: str | None) -> float | None:
     "Model FLOPs utilisation against the FP32 peak of `device_name` (`FP32_PEAK`); None when the device is unknown."
     peak = next((v for k, v in FP32_PEAK.items() if device_name and k in device_name), None)
@@ -65,6 +67,7 @@ def figure_svg(fig) -> str:
     s = re.sub(r"<metadata>.*?</metadata>", "", s, flags=re.S)
     return re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", s)
 
+# %% ../nbs/38_report.ipynb #bcbcd1e1
 def curves_figure(hist: dict, title: str | None = None):
     "Loss (training, validation), validation perplexity and learning rate of `hist` on one `Figure` of three panels."
     from matplotlib.figure import Figure
@@ -85,6 +88,7 @@ def _css_refs(css: str) -> list[str]:
     refs = [m for m in re.findall(r"url\(\s*['\"]?([^'\")]*)", css) if not m.startswith(("#", "data:"))]
     return refs + re.findall(r"@import[^;]*", css)
 
+# %% ../nbs/38_report.ipynb #e91e0a9e
 class _RefFinder(HTMLParser):
     def __init__(self):
         super().__init__(); self.refs, self.in_style = [], False
@@ -99,6 +103,7 @@ class _RefFinder(HTMLParser):
     def handle_data(self, data):
         if self.in_style: self.refs += _css_refs(data)
 
+# %% ../nbs/38_report.ipynb #c9c795de
 def external_references(doc: str) -> list[str]:
     "Everything in the HTML `doc` a browser would load from outside the file (empty list: self-contained)."
     p = _RefFinder(); p.feed(doc); p.close(); return p.refs
@@ -129,8 +134,11 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}.key{display:flex;flex-w
 .key div{min-width:9em}.key b{display:block;font-size:1.3em}.muted{color:#777}svg{max-width:100%;height:auto}
 .sample{white-space:pre-wrap}.bad{color:#b00020}"""
 
+EMPTY_SAMPLE = "<i>(nothing: the first token the model sampled was the end of the text)</i>"
+
 def _e(x) -> str: return html.escape(str(x), quote=False)
 
+# %% ../nbs/38_report.ipynb #bfe787aa
 def _num(x, fmt: str = "{:,.3f}") -> str:
     return fmt.format(x) if isinstance(x, (int, float)) and math.isfinite(x) else _e(x)
 
@@ -140,6 +148,7 @@ def _kv_table(d: dict) -> str:
 
 _DEFAULT_MEANS = {"eval_batches": "all", "time_limit": "none", "max_lines": "all", "init": "none (from scratch)"}
 
+# %% ../nbs/38_report.ipynb #5e3da935
 def training_rows(tc: dict, cfg: ModelConfig | None) -> dict:
     "The Training table of a report: `tc` (a saved `TrainConfig` dict) with each `None` default replaced by the value the run used."
     rows = {k: v for k, v in tc.items() if k not in ("base_lr", "warmup_steps")}
@@ -148,6 +157,7 @@ def training_rows(tc: dict, cfg: ModelConfig | None) -> dict:
         if v is None: rows[k] = resolved.get(k) if resolved.get(k) is not None else _DEFAULT_MEANS.get(k, "default")
     return rows
 
+# %% ../nbs/38_report.ipynb #a9a41dd1
 def render_report(name: str, hist: dict, summary: dict, cfg: ModelConfig | None, meta: dict, samples: list) -> str:
     "The report page (HTML text) of one run: key figures, problems (if any), curves, data, configs, parameter table, samples."
     s = summary
@@ -178,12 +188,13 @@ def render_report(name: str, hist: dict, summary: dict, cfg: ModelConfig | None,
                   f"<table><tr><th>component</th><th>parameters</th><th>share</th><th>tensors</th></tr>{rows}</table>"]
     if s.get("train_config"): parts += ["<h2>Training</h2>", _kv_table(training_rows(s["train_config"], cfg))]
     if samples:
-        rows = "".join(f"<tr><td>{_e(p)}</td><td class=sample><b>{_e(p)}</b>{_e(t)}</td></tr>" for p, t in samples)
+        rows = "".join(f"<tr><td>{_e(p)}</td><td class=sample><b>{_e(p)}</b>{_e(t) if t else EMPTY_SAMPLE}</td></tr>" for p, t in samples)
         parts += ["<h2>Samples</h2><p class=muted>temperature 0.7, top-k 50, top-p 0.9, seed 0</p>",
                   f"<table><tr><th>prompt</th><th>model</th></tr>{rows}</table>"]
     return (f"<!DOCTYPE html><html lang=zh><head><meta charset=utf-8><title>Mint report: {_e(name)}</title>"
             f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n")
 
+# %% ../nbs/38_report.ipynb #8e73e245
 def write_report(run_dir, summary: dict | None = None, prompts=None) -> Path:
     "Write `run_dir/report.html` from the run folder's files (`summary`, when given, is saved as `summary.json` first); returns its path."
     d = Path(run_dir)
@@ -212,59 +223,22 @@ def write_report(run_dir, summary: dict | None = None, prompts=None) -> Path:
     page = render_report(d.resolve().name, hist, summary, cfg, meta, samples)
     return atomic_write(d / "report.html", lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))
 
-# %% ../nbs/38_report.ipynb #6af0fcd6
-@dataclass
-class Run:
-    "A finished run read from its folder: `history`, `config`, `vocab`, `params` (best checkpoint), `meta`, `summary`; `plot()`, `generate()`, `chat()`."
-    dir: Path
-    history: dict
-    config: ModelConfig
-    vocab: Vocab
-    params: np.ndarray = field(repr=False)
-    meta: dict = field(default_factory=dict, repr=False)
-    summary: dict = field(default_factory=dict, repr=False)
+# %% ../nbs/38_report.ipynb #7a6f1efe
+_DEMO_COUNT = itertools.count(1)
 
-    @classmethod
-    def load(cls, run_dir) -> "Run":
-        "Read a run folder written by `mint train` / `fit` (best checkpoint, `history.json`, `summary.json`)."
-        d = Path(run_dir)
-        ck = load_checkpoint(d / "best.safetensors")
-        hist = json.loads((d / "history.json").read_text(encoding="utf-8"))
-        summ = json.loads((d / "summary.json").read_text(encoding="utf-8")) if (d / "summary.json").exists() else {}
-        return cls(d, hist, ck.config, ck.vocab, ck.params, ck.meta, summ)
+def _alive(pid: int) -> bool:
+    try: os.kill(pid, 0); return True
+    except ProcessLookupError: return False
+    except (PermissionError, OSError): return True
 
-    @property
-    def report_path(self) -> Path: return self.dir / "report.html"
-
-    def plot(self, title: str | None = None):
-        "The run's curves (loss, validation loss, learning rate) as a matplotlib `Figure`."
-        return plot_history(self.history, title=title or f"{self.dir.name}")
-
-    def generate(self, prompt: str, **kwargs) -> str:
-        "Continue `prompt` with the best weights (`mint.generate.generate`: max_new_tokens, temperature, top_k, top_p, seed)."
-        from mint.generate import generate
-        return generate(self.params, self.config, self.vocab, prompt, **kwargs)
-
-    def chat(self, **kwargs):
-        "A `mint.chat.ChatSession` over the best weights (`.ask(text) -> reply`)."
-        from mint.chat import ChatSession
-        return ChatSession(self.params, self.config, self.vocab, **kwargs)
-
-    def __repr__(self) -> str:
-        v = self.meta.get("val_loss", math.nan)
-        return (f"Run({str(self.dir)!r}: {len(self.history['step'])} steps, best validation loss {v:.3f} at step "
-                f"{self.meta.get('step', '?')}, {n_params(self.config):,} parameters)")
-
-def fit(data: str = "peoples_daily", preset: str = "tiny", steps: int = 300, out=None, live: bool = True,
-        device: str = "auto", overwrite: bool = False, max_samples: int | None = None, log=print, progress: bool = True,
-        **train_options) -> Run:
-    "Train from one cell (the pipeline of `mint train`) with a progress bar and live curves; returns the `Run`. `train_options` go to `TrainConfig`."
-    from mint.pipeline import train_corpus
-    train_options.setdefault("eval_every", max(1, steps // 10))
-    tcfg = TrainConfig(steps=steps, **train_options)
-    if out is None: out = runs_dir() / f"{Path(str(data)).stem}-{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
-    cbs = [LiveCurves(title=f"{preset} on {Path(str(data)).stem}")] if live else []
-    rep = train_corpus(data, preset, tcfg, out, device=device, overwrite=overwrite, max_samples=max_samples,
-                       log=log, progress=progress, callbacks=cbs)
-    if not (Path(out) / "report.html").exists(): write_report(out, rep)
-    return Run.load(out)
+# %% ../nbs/38_report.ipynb #db2b3406
+def demo_dir(name: str) -> Path:
+    "A fresh run folder for a chapter's demo, `runs_dir()/_demo-NAME-PID-N` (relative to the working directory), removed when the process ends (and by a later call if the process died)."
+    root = runs_dir()
+    for old in root.glob("_demo-*-*-*"):                  # only folders this function names
+        pid = old.name.rsplit("-", 2)[-2]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)): shutil.rmtree(old, ignore_errors=True)
+    d = root / f"_demo-{name}-{os.getpid()}-{next(_DEMO_COUNT)}"
+    atexit.register(shutil.rmtree, d.resolve(), True)
+    rel = Path(os.path.relpath(d))
+    return rel if not str(rel).startswith(os.pardir * 3) else d      # relative to the notebook: no machine path printed

@@ -39,6 +39,7 @@ def rmsnorm_forward_ref(x: np.ndarray, g: np.ndarray, eps: float = 1e-6, out=Non
     y *= g
     return y, r
 
+# %% ../nbs/07_rmsnorm.ipynb #8367e98e
 def rmsnorm_backward_ref(dy: np.ndarray, x: np.ndarray, g: np.ndarray, rstd: np.ndarray, dx=None, dg=None):
     "Gradients of RMSNorm: dy, x [N,d], g[d], rstd[N] -> (dx[N,d], dg[d]) in x's dtype (§5.5.2); written into `dx`/`dg` when given (separate from the inputs)."
     _check_bwd("rmsnorm_backward_ref", dy, x, g, rstd, dx, dg)
@@ -67,6 +68,7 @@ def rmsnorm_forward_cpu(x, g, eps, out, rstd):
             out[n, j] = x[n, j] * r * g[j]
     return out, rstd
 
+# %% ../nbs/07_rmsnorm.ipynb #5039c616
 @njit(cache=True, fastmath={"reassoc"})
 def rmsnorm_backward_cpu(dy, x, g, rstd, dx, dg):
     "Gradients of RMSNorm row by row: dx [N,d] (separate from the inputs) and dg [d] (float64 accumulation). Returns (dx, dg)."
@@ -124,6 +126,7 @@ def rmsnorm_bwd_kernel(dy, x, g, rstd, dx):
     for j in range(t, d, nt):
         dx[row, j] = g[j] * dy[row, j] * r - x[row, j] * c
 
+# %% ../nbs/07_rmsnorm.ipynb #c1bc98d4
 @cuda.jit
 def rmsnorm_dg_kernel(dy, x, rstd, dg):
     "Column reduction dg[j] = sum_n dy[n,j]*x[n,j]*rstd[n]; launch `column_block(d, N)`."
@@ -155,6 +158,7 @@ def rmsnorm_forward(x, g, eps: float = 1e-6, out=None, rstd=None, block: int | N
     if n: rmsnorm_fwd_kernel[launch(n, b)](x, g, np.float32(eps), out, rstd)
     return out, rstd
 
+# %% ../nbs/07_rmsnorm.ipynb #238a7ca0
 def rmsnorm_backward(dy, x, g, rstd, dx=None, dg=None, block: int | None = None):
     "Gradients of RMSNorm -> (dx[N,d], dg[d]); NumPy float32 -> compiled loop, other NumPy -> reference, device (float32) -> row kernel + column-reduction kernel."
     if not on_device(x) and x.dtype != np.float32: return rmsnorm_backward_ref(dy, x, g, rstd, dx=dx, dg=dg)

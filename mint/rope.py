@@ -14,7 +14,7 @@ from .kernels import check_args, grid1d
 __all__ = ['rope_freqs', 'rope_forward_ref', 'rope_backward_ref', 'rope_cpu', 'rope_kernel', 'rope_freqs_device', 'rope_forward',
            'rope_backward']
 
-# %% ../nbs/06_rope.ipynb #c4375251
+# %% ../nbs/06_rope.ipynb #085e6184
 @functools.lru_cache(maxsize=None)
 def rope_freqs(head_dim: int) -> np.ndarray:
     "ω_i = 10000^(-2i/head_dim), i < head_dim/2 -> float64 [head_dim/2], read-only, cached per head_dim (§5.4.2)."
@@ -23,6 +23,7 @@ def rope_freqs(head_dim: int) -> np.ndarray:
     inv_freq.setflags(write=False)  # shared by every caller through the cache: nobody may change it
     return inv_freq
 
+# %% ../nbs/06_rope.ipynb #54a0ada0
 def _check_rope(fn: str, x, pos, out) -> bool:
     "ValueError naming `fn` unless x is float [N,H,head_dim] with an even head_dim, pos integer [N] (either side) and out like x (may be x); True on the device path."
     dev = check_args(fn, x=(x, ("N", "H", "hd"), np.floating), out=(out, ("N", "H", "hd"), x.dtype.type), outs=("out",), inplace=True)
@@ -31,6 +32,7 @@ def _check_rope(fn: str, x, pos, out) -> bool:
     if x.shape[2] % 2: raise ValueError(f"{fn}: head_dim must be even, got {x.shape[2]}")
     return dev
 
+# %% ../nbs/06_rope.ipynb #018d401f
 def _rope_rotate_ref(x: np.ndarray, pos: np.ndarray, sign: float, out=None) -> np.ndarray:
     "Rotate pair (i, i+hd/2) of every row/head of x [N,H,hd] by sign·pos·ω_i; in-place safe (out may be x)."
     _check_rope("rope_forward" if sign > 0 else "rope_backward", x, pos, out)
@@ -46,6 +48,7 @@ def _rope_rotate_ref(x: np.ndarray, pos: np.ndarray, sign: float, out=None) -> n
     out[..., half:] = y2
     return out
 
+# %% ../nbs/06_rope.ipynb #ee70196c
 def rope_forward_ref(x: np.ndarray, pos: np.ndarray, out=None) -> np.ndarray:
     "Rotate x [N,H,head_dim] by θ = pos[n]·ω_i on pairs (i, i+head_dim/2) -> y, dtype of x; out may be x (§5.4.1)."
     return _rope_rotate_ref(x, pos, 1.0, out)
@@ -70,7 +73,7 @@ def rope_cpu(x, pos, inv_freq, out, sign):
                 out[n, h, p + half] = a * s + b * c
     return out
 
-# %% ../nbs/06_rope.ipynb #7ab35071
+# %% ../nbs/06_rope.ipynb #06306722
 @cuda.jit
 def rope_kernel(x, pos, inv_freq, out, sign):
     "out[n,h,(p, p+hd/2)] = R(sign·pos[n]·inv_freq[p]) · x[n,h,(p, p+hd/2)], grid-stride over the (n, h, p); out may be x."
@@ -89,6 +92,7 @@ def rope_kernel(x, pos, inv_freq, out, sign):
         out[n, h, p] = a * c - b * s
         out[n, h, p + half] = a * s + b * c
 
+# %% ../nbs/06_rope.ipynb #0eeff7c0
 @functools.lru_cache(maxsize=None)
 def _rope_freqs_on(head_dim: int, device_id: int):
     return cuda.to_device(rope_freqs(head_dim))
@@ -97,7 +101,7 @@ def rope_freqs_device(head_dim: int):
     "rope_freqs(head_dim) as a float64 device array, copied once per head_dim and GPU (§5.4.4)."
     return _rope_freqs_on(int(head_dim), getattr(cuda.get_current_device(), "id", 0))
 
-# %% ../nbs/06_rope.ipynb #9f9a2ab7
+# %% ../nbs/06_rope.ipynb #aa7f29a2
 def _rope_launch(x, pos, out, sign: float):
     if not on_device(x) and x.dtype != np.float32: return _rope_rotate_ref(x, pos, sign, out)
     if not _check_rope("rope_forward" if sign > 0 else "rope_backward", x, pos, out):
@@ -108,6 +112,7 @@ def _rope_launch(x, pos, out, sign: float):
     if x.size: rope_kernel[grid1d(N * H * (hd // 2))](x, d_pos, rope_freqs_device(hd), out, float(sign))
     return out
 
+# %% ../nbs/06_rope.ipynb #96d2cd92
 def rope_forward(x, pos, out=None):
     "RoPE of x [N,H,head_dim] at positions pos [N]: NumPy float32 -> njit loop, other NumPy -> reference; float32 device x -> kernel; `out` may be `x`."
     return _rope_launch(x, pos, out, 1.0)

@@ -15,7 +15,7 @@ __all__ = ['SWISH_CLAMP', 'sigmoid', 'swish', 'swish_grad', 'swiglu_forward_ref'
            'swiglu_backward_cpu', 'sigmoid_dev', 'swiglu_fwd_kernel', 'swiglu_bwd_kernel', 'swiglu_forward',
            'swiglu_backward']
 
-# %% ../nbs/08_swiglu.ipynb #cc2e2cff
+# %% ../nbs/08_swiglu.ipynb #23709960
 SWISH_CLAMP = 20.0   # beyond +-20, swish(x) = x or 0 and swish'(x) = 1 or 0 (§5.6)
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
@@ -24,6 +24,7 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     t = x.dtype.type if x.dtype.kind == "f" else np.float64
     return 1 / (1 + np.exp(-np.clip(x, t(-SWISH_CLAMP), t(SWISH_CLAMP))))
 
+# %% ../nbs/08_swiglu.ipynb #2cf85706
 def _swish_s(x: np.ndarray, s: np.ndarray) -> np.ndarray:
     "swish(x) given s = sigmoid(x): x for x > 20, 0 for x < -20, x*s between."
     mid = np.where(x < -SWISH_CLAMP, 0, x * s).astype(s.dtype, copy=False)
@@ -34,6 +35,7 @@ def _dswish_s(x: np.ndarray, s: np.ndarray) -> np.ndarray:
     mid = np.where(x < -SWISH_CLAMP, 0, s * (1 + x * (1 - s))).astype(s.dtype, copy=False)
     return np.where(x > SWISH_CLAMP, 1, mid).astype(s.dtype, copy=False)
 
+# %% ../nbs/08_swiglu.ipynb #4956593f
 def swish(x: np.ndarray) -> np.ndarray:
     "Overflow-safe swish (SiLU) x*sigmoid(x) elementwise, x's dtype: x for x > 20, 0 for x < -20 (§5.6)."
     x = np.asarray(x)
@@ -44,12 +46,13 @@ def swish_grad(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     return _dswish_s(x, sigmoid(x))
 
-# %% ../nbs/08_swiglu.ipynb #027effdb
+# %% ../nbs/08_swiglu.ipynb #09e3c703
 def _check_swiglu(fn: str, gate, outs: tuple, **arrays) -> bool:
     "check_args: gate float (N, F) and every other array like it (outputs may be exactly an input); True on the device path."
     spec = {k: (a, ("N", "F"), gate.dtype.type) for k, a in arrays.items()}
     return check_args(fn, gate=(gate, ("N", "F"), np.floating), **spec, outs=outs, inplace=True)
 
+# %% ../nbs/08_swiglu.ipynb #f28cae6d
 def swiglu_forward_ref(gate: np.ndarray, up: np.ndarray, out=None) -> np.ndarray:
     "h = swish(gate) * up: gate, up [N,F] -> h [N,F] in their dtype (§5.6), into `out` if given (may be gate or up). ValueError on shape/dtype mismatch."
     _check_swiglu("swiglu_forward_ref", gate, ("out",), up=up, out=out)
@@ -65,7 +68,7 @@ def swiglu_backward_ref(dh: np.ndarray, gate: np.ndarray, up: np.ndarray, dgate=
     if dup is not None: np.copyto(dup, du); du = dup
     return dg, du
 
-# %% ../nbs/08_swiglu.ipynb #7ab2a462
+# %% ../nbs/08_swiglu.ipynb #90073fc3
 @njit(cache=True, parallel=True)
 def _neg_clamp_cpu(x, out):
     "out = -clamp(x, ±SWISH_CLAMP), elementwise over [N,F] arrays."
@@ -74,6 +77,7 @@ def _neg_clamp_cpu(x, out):
             v = x[i, j]
             out[i, j] = -SWISH_CLAMP if v > SWISH_CLAMP else (SWISH_CLAMP if v < -SWISH_CLAMP else -v)
 
+# %% ../nbs/08_swiglu.ipynb #5f2cf748
 @njit(cache=True)
 def _swish_pair(g, e):
     "(swish(g), swish'(g)) in float64 from e = exp(-clamp(g)), clamped at ±SWISH_CLAMP like the reference."
@@ -82,6 +86,7 @@ def _swish_pair(g, e):
     s = 1.0 / (1.0 + e)
     return g * s, s * (1.0 + g * (1.0 - s))
 
+# %% ../nbs/08_swiglu.ipynb #c9248820
 @njit(cache=True, parallel=True)
 def _swiglu_fwd_finish(gate, up, e, out):
     for i in prange(gate.shape[0]):
@@ -89,6 +94,7 @@ def _swiglu_fwd_finish(gate, up, e, out):
             sw, _ = _swish_pair(np.float64(gate[i, j]), np.float64(e[i, j]))
             out[i, j] = sw * up[i, j]
 
+# %% ../nbs/08_swiglu.ipynb #ce00a65c
 @njit(cache=True, parallel=True)
 def _swiglu_bwd_finish(dh, gate, up, e, dgate, dup):
     for i in prange(gate.shape[0]):
@@ -98,10 +104,12 @@ def _swiglu_bwd_finish(dh, gate, up, e, dgate, dup):
             dgate[i, j] = d * u * dsw
             dup[i, j] = d * sw
 
+# %% ../nbs/08_swiglu.ipynb #04eef693
 def _scratch(buf, *inputs):
     "`buf` if it shares no memory with the inputs, else a new array like it."
     return np.empty_like(buf) if any(np.may_share_memory(buf, a) for a in inputs) else buf
 
+# %% ../nbs/08_swiglu.ipynb #7665af1e
 def swiglu_forward_cpu(gate, up, out):
     "h = swish(gate)*up for NumPy [N,F] arrays in three passes (compiled clamp, NumPy exp, compiled finish) into `out` (may be gate or up); returns out."
     e = _scratch(out, gate, up)
@@ -118,13 +126,14 @@ def swiglu_backward_cpu(dh, gate, up, dgate, dup):
     _swiglu_bwd_finish(dh, gate, up, e, dgate, dup)
     return dgate, dup
 
-# %% ../nbs/08_swiglu.ipynb #d6b2b141
+# %% ../nbs/08_swiglu.ipynb #a2976a3d
 @cuda.jit(device=True)
 def sigmoid_dev(x):
     "Clamped float32 sigmoid for kernels: exp's argument stays in [-20, 20]."
     z = min(max(x, float32(-SWISH_CLAMP)), float32(SWISH_CLAMP))
     return float32(1.0) / (float32(1.0) + math.exp(-z))
 
+# %% ../nbs/08_swiglu.ipynb #1d8a4076
 @cuda.jit
 def swiglu_fwd_kernel(gate, up, h):
     "h = swish(gate)*up elementwise over [N,F] float32, one thread per element, grid-stride loop."
@@ -143,6 +152,7 @@ def swiglu_fwd_kernel(gate, up, h):
             sw = g * sigmoid_dev(g)
         h[r, c] = sw * u
 
+# %% ../nbs/08_swiglu.ipynb #1727bdf1
 @cuda.jit
 def swiglu_bwd_kernel(dh, gate, up, dgate, dup):
     "dgate = dh*up*swish'(gate), dup = dh*swish(gate) elementwise over [N,F] float32, grid-stride loop."
@@ -167,7 +177,7 @@ def swiglu_bwd_kernel(dh, gate, up, dgate, dup):
         dgate[r, c] = d * u * dsw
         dup[r, c] = d * sw
 
-# %% ../nbs/08_swiglu.ipynb #63e6d070
+# %% ../nbs/08_swiglu.ipynb #2cea3bc5
 def swiglu_forward(gate, up, out=None, block: int | None = None):
     "h = swish(gate)*up for [N,F] arrays; NumPy float32 -> njit loop, other NumPy -> reference, device (float32) -> fused kernel (`block` threads per block); `out` may be gate or up."
     if not on_device(gate) and gate.dtype != np.float32: return swiglu_forward_ref(gate, up, out=out)
@@ -177,6 +187,7 @@ def swiglu_forward(gate, up, out=None, block: int | None = None):
     if gate.size: swiglu_fwd_kernel[grid1d(gate.size, block)](gate, up, out)
     return out
 
+# %% ../nbs/08_swiglu.ipynb #56572b10
 def swiglu_backward(dh, gate, up, dgate=None, dup=None, block: int | None = None):
     "(dgate, dup) = (dh*up*swish'(gate), dh*swish(gate)) for [N,F] arrays; NumPy float32 -> njit loop, other NumPy -> reference, device (float32) -> fused kernel."
     if not on_device(gate) and gate.dtype != np.float32: return swiglu_backward_ref(dh, gate, up, dgate=dgate, dup=dup)

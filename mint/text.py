@@ -37,6 +37,7 @@ def clean_text(s: str) -> str:
     if "\r" in s: s = s.replace("\r\n", "\n").replace("\r", "\n")
     return s.replace("\x00", "").replace("\ufeff", "").strip()
 
+# %% ../nbs/31_text.ipynb #3f34ac26
 class TextStream:
     "Iterate over the UTF-8 text of `path` in chunks: BOM dropped, CRLF/CR → LF, NUL removed; bad bytes → CorpusError with the byte offset."
     def __init__(self, path, chunk_size: int = CHUNK_SIZE):
@@ -127,6 +128,7 @@ def _word_at(tok: str, ch: str) -> bool:
     "True if `tok` is a Latin word whose character at the gap is `ch` (two or more characters, `ch` Latin/digit, not a number)."
     return len(tok) > 1 and _is_latin(ch) and not _NUMBER.fullmatch(tok)
 
+# %% ../nbs/31_text.ipynb #914690c5
 def join_tokens(tokens) -> str:
     "The tokens of a space-tokenized text joined back: one space where a Latin word touches the gap, none elsewhere (the rule above)."
     out, prev = [], None
@@ -136,6 +138,7 @@ def join_tokens(tokens) -> str:
         out.append(tok); prev = tok
     return "".join(out)
 
+# %% ../nbs/31_text.ipynb #a418e170
 def untokenize(s: str) -> str:
     "`s`, a space-tokenized line, with the segmentation spaces removed by `join_tokens` (runs of ASCII spaces separate tokens)."
     return join_tokens(s.split(" "))

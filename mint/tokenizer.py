@@ -96,6 +96,7 @@ def tokenizer_kind(tok) -> str:
     if isinstance(tok, BPETokenizer): return "bpe"
     raise TypeError(f"not a Mint tokenizer: {type(tok).__name__}")
 
+# %% ../nbs/30_tokenizer.ipynb #31305984
 def tokenizer_from_dict(d: dict):
     "A `Vocab` (format 'mint-vocab', or no format: old checkpoints) or a `BPETokenizer` ('mint-bpe') from its `to_dict()`."
     fmt = d.get("format", "mint-vocab") if isinstance(d, dict) else None
@@ -103,6 +104,7 @@ def tokenizer_from_dict(d: dict):
     if fmt == "mint-bpe": return BPETokenizer.from_dict(d)
     raise ValueError(f"unknown tokenizer format {fmt!r}; expected 'mint-vocab' (characters) or 'mint-bpe'")
 
+# %% ../nbs/30_tokenizer.ipynb #bd1622b0
 def build_tokenizer(kind: str, texts, vocab_size: int | None = None, min_count: int = 2):
     "Build a tokenizer of `kind` on the training `texts`: 'char' (`Vocab.build`, `min_count`) or 'bpe' (`vocab_size` entries)."
     if kind == "char":
@@ -169,6 +171,7 @@ def hf_tokenizer(tok):
     t.encode_special_tokens = True
     return t
 
+# %% ../nbs/30_tokenizer.ipynb #f02f4742
 def hf_tokenizer_config(tok, max_seq_len: int) -> dict:
     "The `tokenizer_config.json` that goes with `hf_tokenizer(tok)`; a char vocabulary declares no `unk_token` (transformers would make it special and drop it from decoded text, where Mint shows U+FFFD)."
     c = {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": int(max_seq_len),
@@ -194,6 +197,7 @@ def _span(prefix: bytes, n: int):
     hi = next((s[1] for c in range(0xBF, 0x7F, -1) if (s := _span(prefix + bytes([c]), n))), None)
     return None if lo is None else (lo, hi)
 
+# %% ../nbs/30_tokenizer.ipynb #05c29781
 def unknown_prefixes(known) -> list[bytes]:
     "The shortest UTF-8 byte prefixes that together cover exactly the code points not in `known` (NUL and surrogates left out)."
     cps = sorted(ord(c) for c in known)
@@ -209,6 +213,7 @@ def unknown_prefixes(known) -> list[bytes]:
         if _span(bytes([lead]), _utf8_len(lead)): walk(bytes([lead]), _utf8_len(lead))
     return out
 
+# %% ../nbs/30_tokenizer.ipynb #a740ea87
 def double_array(keys: dict) -> np.ndarray:
     "A darts-clone double array (XOR addressing, the layout SentencePiece's precompiled charsmap uses) of `keys` (bytes -> value)."
     root = {}
@@ -245,6 +250,7 @@ def double_array(keys: dict) -> np.ndarray:
     assert (units[:last] >> 10 & ((1 << 21) - 1)).max() < (1 << 21)
     return units[:last].astype(np.uint32)
 
+# %% ../nbs/30_tokenizer.ipynb #7a585ad2
 def precompiled_charsmap(known, placeholder: str, aliases: dict | None = None) -> bytes:
     "SentencePiece's precompiled charsmap that rewrites each of `aliases` as its entry and every other character not in `known` as `placeholder` (NUL excepted)."
     aliases = aliases or {}
@@ -257,6 +263,7 @@ def precompiled_charsmap(known, placeholder: str, aliases: dict | None = None) -
     units = double_array(keys)
     return struct.pack("<I", units.nbytes) + units.astype("<u4").tobytes() + bytes(repl)
 
+# %% ../nbs/30_tokenizer.ipynb #36096533
 def charsmap_normalize(blob: bytes, text: str) -> str:
     "What llama.cpp's Unigram normalizer makes of `text` with the charsmap `blob` (a reference for the checks)."
     n = struct.unpack_from("<I", blob)[0]

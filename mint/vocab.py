@@ -17,11 +17,12 @@ __all__ = ['PAD', 'UNK', 'BOS', 'EOS', 'HUMAN', 'ASSISTANT', 'SPECIAL_TOKENS', '
 PAD, UNK, BOS, EOS, HUMAN, ASSISTANT = 0, 1, 2, 3, 4, 5
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<bos>", "<eos>", "<human>", "<assistant>")  # index = id
 
-# %% ../nbs/01_vocab.ipynb #9bc8530a
+# %% ../nbs/01_vocab.ipynb #07969848
 WHITESPACE_TOKENS = (" ", "\n", "\t", "\u3000")      # the whitespace characters that may be vocabulary entries
 SPACE_ALIASES = {**{ch: " " for ch in "\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f"},
                  **{ch: "\n" for ch in "\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\u2028\u2029"}}
 
+# %% ../nbs/01_vocab.ipynb #26673b65
 def is_vocab_char(ch: str) -> bool:
     "True if the single character `ch` may be a vocabulary entry: one of `WHITESPACE_TOKENS`, or not whitespace, not a control or a surrogate (Cc, Cs) and not the byte-order mark U+FEFF; format characters (Cf: ZWJ, ZWNJ, tags, ...) are text."
     return ch in WHITESPACE_TOKENS or (len(ch) == 1 and not ch.isspace() and ch != "\ufeff"
@@ -33,7 +34,7 @@ def codepoints(text: str) -> np.ndarray:
     if not isinstance(text, str): raise TypeError(f"expected str, got {type(text).__name__}")
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
-# %% ../nbs/01_vocab.ipynb #67979c13
+# %% ../nbs/01_vocab.ipynb #79d9e0c9
 class Vocab:
     "Character vocabulary: specials at ids 0-5 (`SPECIAL_TOKENS`), then `chars[i]` at id 6+i (§5.1, §7.5)."
     def __init__(self, chars, min_count: int | None = None):
@@ -63,23 +64,27 @@ class Vocab:
         return f"Vocab({len(self)} tokens: 6 specials + {len(self.chars)} chars {show!r})"
     def __eq__(self, other) -> bool: return isinstance(other, Vocab) and self.itos == other.itos
 
-    def encode(self, text: str) -> np.ndarray:
-        "`int32[len(text)]` ids of the characters of `text`; whitespace mapped as above; characters not in the vocabulary give `UNK`."
-        cp = codepoints(text)
-        return self._lut[np.minimum(cp, len(self._lut) - 1)]
+# %% ../nbs/01_vocab.ipynb #ad1d1766
+def _encode(self, text: str) -> np.ndarray:
+    "`int32[len(text)]` ids of the characters of `text`; whitespace mapped as above; characters not in the vocabulary give `UNK`."
+    cp = codepoints(text)
+    return self._lut[np.minimum(cp, len(self._lut) - 1)]
 
-    def count_unknown(self, text: str) -> int:
-        "How many characters of `text` are not in the vocabulary (would encode as `UNK`)."
-        return int((self.encode(text) == UNK).sum())
+def _count_unknown(self, text: str) -> int:
+    "How many characters of `text` are not in the vocabulary (would encode as `UNK`)."
+    return int((self.encode(text) == UNK).sum())
+Vocab.encode, Vocab.count_unknown = _encode, _count_unknown
 
-    def decode(self, ids, skip_special: bool = True) -> str:
-        "Text of `ids` (any int array/list). `skip_special`: drop specials but show `UNK` as U+FFFD '�'; else write `<eos>` etc."
-        ids = np.asarray(ids).reshape(-1)
-        if ids.size and (ids.min() < 0 or ids.max() >= len(self.itos)):
-            bad = ids[(ids < 0) | (ids >= len(self.itos))][0]
-            raise ValueError(f"Vocab.decode: id {int(bad)} is out of range [0, {len(self.itos)})")
-        if not skip_special: return "".join(self.itos[i] for i in ids.tolist())
-        return "".join("\ufffd" if i == UNK else self.itos[i] for i in ids.tolist() if i >= len(SPECIAL_TOKENS) or i == UNK)
+# %% ../nbs/01_vocab.ipynb #d2cdd020
+def _decode(self, ids, skip_special: bool = True) -> str:
+    "Text of `ids` (any int array/list). `skip_special`: drop specials but show `UNK` as U+FFFD '�'; else write `<eos>` etc."
+    ids = np.asarray(ids).reshape(-1)
+    if ids.size and (ids.min() < 0 or ids.max() >= len(self.itos)):
+        bad = ids[(ids < 0) | (ids >= len(self.itos))][0]
+        raise ValueError(f"Vocab.decode: id {int(bad)} is out of range [0, {len(self.itos)})")
+    if not skip_special: return "".join(self.itos[i] for i in ids.tolist())
+    return "".join("\ufffd" if i == UNK else self.itos[i] for i in ids.tolist() if i >= len(SPECIAL_TOKENS) or i == UNK)
+Vocab.decode = _decode
 
 # %% ../nbs/01_vocab.ipynb #ba37e146
 def char_counts(texts) -> dict[str, int]:
@@ -102,6 +107,7 @@ def char_counts(texts) -> dict[str, int]:
     nz = np.flatnonzero(counts)
     return {chr(c): int(counts[c]) for c in nz}
 
+# %% ../nbs/01_vocab.ipynb #cc076b8e
 @classmethod
 def _build(cls, texts, min_count: int = 2) -> Vocab:
     "Vocabulary of the characters seen >= `min_count` times in `texts` (str or iterable of str), ordered by code point (§7.5)."
@@ -134,6 +140,7 @@ def _to_dict(self) -> dict:
             "token_to_id": {t: i for i, t in enumerate(self.itos)}}
 Vocab.to_dict = _to_dict
 
+# %% ../nbs/01_vocab.ipynb #69107386
 @classmethod
 def _from_dict(cls, d: dict) -> Vocab:
     "Inverse of `to_dict`; raises `ValueError` if ids are not contiguous 0..n-1 or specials are not at 0-5."

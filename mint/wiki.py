@@ -38,6 +38,8 @@ def strip_nested(s: str, open_: str, close: str) -> str:
 
 _DROP_LINK_NS = {"file", "image", "media", "category", "文件", "檔案", "档案", "图像", "圖像", "图片", "圖片",
                  "媒体", "媒體", "分类", "分類"}
+
+# %% ../nbs/33_wiki.ipynb #a087a73f
 _INTERLANG = re.compile(r"^[a-z]{2,3}(-[a-z0-9]{2,8})*$")
 _DROP_TAGS = {"ref", "references", "math", "gallery", "timeline", "syntaxhighlight", "source", "score", "imagemap",
               "hiero", "chem", "ce", "graph", "table", "templatedata", "nowiki", "pre", "noinclude"}
@@ -47,6 +49,7 @@ _EMPTY_PARENS = re.compile(r"（[\s，、；;,]*）|\([\s,;]*\)")
 _SPACES = re.compile(r"[ \t]+")
 _REDIRECT = re.compile(r"^\s*#\s*(redirect|重定向)", re.I)
 
+# %% ../nbs/33_wiki.ipynb #33530a72
 def _conv_text(m) -> str:
     body = m.group(1)
     flags = re.match(r"^\s*([A-Za-z;\-\s]+)\|", body)
@@ -59,12 +62,14 @@ def _conv_text(m) -> str:
                     next(iter(variants.values())))
     return body
 
+# %% ../nbs/33_wiki.ipynb #42696dc3
 def _link_dropped(title: str) -> bool:
     "True for links that are not text: files, categories, interlanguage links."
     if ":" not in title: return False
     ns = title.split(":", 1)[0].strip().lower()
     return ns in _DROP_LINK_NS or bool(_INTERLANG.match(ns))
 
+# %% ../nbs/33_wiki.ipynb #63e42128
 def _plain(nodes) -> str:
     "The reader-visible text of a list of mwparserfromhell nodes (see the table above)."
     out = []
@@ -83,6 +88,7 @@ def _plain(nodes) -> str:
         # Template, Heading, Comment, Argument: dropped
     return "".join(out)
 
+# %% ../nbs/33_wiki.ipynb #1b4c4a2c
 def clean_wikitext(text: str) -> str:
     "Plain text of MediaWiki markup: links → their text, templates/tables/refs/tags/headings/File/Category removed, entities decoded."
     s = strip_nested(text, "{|", "|}")
@@ -92,11 +98,13 @@ def clean_wikitext(text: str) -> str:
     s = _EMPTY_PARENS.sub("", s)
     return "\n".join(_SPACES.sub(" ", line).strip() for line in s.split("\n"))
 
+# %% ../nbs/33_wiki.ipynb #47162c9d
 def wiki_blocks(text: str) -> list[str]:
     "The non-empty blocks (blank-line separated) of cleaned wiki text, any length; [] for a redirect."
     if _REDIRECT.match(text): return []
     return [b for b in (p.strip() for p in re.split(r"\n\s*\n", clean_wikitext(text))) if b]
 
+# %% ../nbs/33_wiki.ipynb #9cf8d69d
 def long_paragraphs(blocks: list[str], min_chars: int = MIN_PARAGRAPH_CHARS, dropped: Counter | None = None) -> list[str]:
     "The `blocks` of at least `min_chars` characters; the others counted in `dropped`."
     keep = [b for b in blocks if len(b) >= min_chars]
@@ -115,6 +123,7 @@ def _valid(s: str, dropped: Counter) -> str:
     if n: dropped[INVALID] += n
     return s
 
+# %% ../nbs/33_wiki.ipynb #2441ee81
 def iter_wiki_pages(path, dropped: Counter | None = None) -> Iterator[tuple[str, str]]:
     "`(title, wikitext)` of each article page (ns 0, not a redirect; the others counted in `dropped`) of a MediaWiki XML dump (.xml or .bz2), streamed with iterparse."
     dropped = Counter() if dropped is None else dropped
@@ -137,6 +146,7 @@ def iter_wiki_pages(path, dropped: Counter | None = None) -> Iterator[tuple[str,
             elif redirect or _REDIRECT.match(text): dropped["redirect pages"] += 1
             else: yield title, text
 
+# %% ../nbs/33_wiki.ipynb #f0451c5f
 def _dump_error(dump: Path, e: BaseException) -> CorpusError | None:
     if isinstance(e, EOFError):
         return CorpusError(f"{dump}: truncated bz2 dump (the compressed stream ends early: {e}); download it again")
@@ -151,6 +161,7 @@ def _dump_error(dump: Path, e: BaseException) -> CorpusError | None:
 WIKI_BATCH = 256                # pages handed to the worker processes at a time
 WIKI_PARALLEL_BYTES = 64 << 20  # dumps larger than this are parsed by os.cpu_count() processes unless told otherwise
 
+# %% ../nbs/33_wiki.ipynb #e53fc2fd
 def build_wiki_cache(dump, cache, min_chars: int = MIN_PARAGRAPH_CHARS, workers: int = 1) -> tuple[int, Counter]:
     "Parse `dump` once into `cache` (JSONL, `{\"text\": paragraph}` per line) via a temp file renamed when complete; returns (paragraphs written, what was dropped)."
     from mint.checkpoint import check_output
@@ -179,6 +190,7 @@ def build_wiki_cache(dump, cache, min_chars: int = MIN_PARAGRAPH_CHARS, workers:
         if pool is not None: pool.terminate()
     return n, dropped
 
+# %% ../nbs/33_wiki.ipynb #ed3cd4a8
 def wiki_cache_path(dump, cache_dir) -> Path:
     "Where the JSONL cache of `dump` lives: `cache_dir/<dump name>-<hash of its absolute path and size>.jsonl`."
     dump = Path(dump)
@@ -186,6 +198,7 @@ def wiki_cache_path(dump, cache_dir) -> Path:
     key = f"{dump.resolve()}|{dump.stat().st_size}"
     return Path(cache_dir) / f"{stem}-{hashlib.sha1(key.encode()).hexdigest()[:8]}.jsonl"
 
+# %% ../nbs/33_wiki.ipynb #6492bca3
 def load_wiki(dump, cache_dir=None, max_samples: int | None = None, workers: int | None = None) -> Corpus:
     "Paragraphs of a Wikipedia dump: built into a JSONL cache in `cache_dir` on the first call (atomically, by `workers` processes), read from it afterwards."
     dump = check_file(dump)

@@ -84,7 +84,7 @@ def test_wiki_build_counts_pages_and_paragraphs_it_drops(tmp_path):
 def test_split_counts_validation_duplicates():
     d = Counter()
     train, val = D.split_tail(["甲", "乙", "丙", "甲", "丁", "乙"], 0.5, d)
-    assert (train, val) == (["甲", "乙", "丙"], ["丁"]) and d == {"validation samples also in the training part": 2}
+    assert (train, val) == (["甲", "乙", "丙"], ["丁"]) and d == {"validation samples left out because the same text is in the training part (they would test memory, not generalisation)": 2}
 
 
 def test_skipped_records_are_counted_by_kind(tmp_path):

@@ -1,4 +1,4 @@
-"""Corpus readers (mint.text, mint.records, mint.wiki, mint.formats; nbs/02a-02d): formats, bad records, errors, discovery,
+"""Corpus readers (mint.text, mint.records, mint.wiki, mint.formats; nbs/31_text-34_formats): formats, bad records, errors, discovery,
 streaming, wiki cache."""
 import bz2, importlib.util, json, os, re, time
 from pathlib import Path

@@ -4,7 +4,8 @@ import json
 from pathlib import Path
 import numpy as np
 from mint.cli import main
-from mint.report import external_references, write_report, fit, Run
+from mint.report import external_references, write_report
+from mint.pipeline import fit, Run
 
 SMALL = ["--preset", "tiny", "--batch-size", "4", "--seq-len", "16", "--eval-every", "5", "--no-progress"]
 

@@ -10,11 +10,16 @@ check_outputs = importlib.util.module_from_spec(spec); spec.loader.exec_module(c
 KERNEL = {"kernelspec": {"display_name": "python3", "language": "python", "name": "python3"}}
 
 
-def notebook(tmp_path, *outputs, metadata=KERNEL) -> Path:
+def notebook(tmp_path, *outputs, metadata=KERNEL, source="x", cells=None) -> Path:
+    "A one-cell notebook (`source`, `outputs`), or the notebook of `cells` given as (type, source, outputs)."
+    cells = cells or [("code", source, list(outputs))]
     p = tmp_path / "nb.ipynb"
-    p.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "x", "metadata": {}, "outputs": list(outputs)}],
-                             "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}))
+    p.write_text(json.dumps({"cells": [{"cell_type": k, "source": s, "metadata": {}, **({"outputs": o} if k == "code" else {})}
+                                       for k, s, o in cells], "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}))
     return p
+
+
+def whats(path) -> list: return [w for _, w, _ in check_outputs.problems(path)]
 
 
 def stream(text, name="stdout"): return {"output_type": "stream", "name": name, "text": text}
@@ -44,3 +49,139 @@ def test_passes_what_a_chapter_may_print(tmp_path):
 
 def test_the_committed_notebooks_are_clean(capsys):
     assert check_outputs.main([]) == 0, capsys.readouterr().out
+
+
+PNG = {"output_type": "display_data", "data": {"image/png": "iVBOR", "text/plain": "<Figure>"}, "metadata": {}}
+
+
+def test_flags_an_output_under_an_export_cell_that_only_defines(tmp_path):
+    src = '#| export\nimport numpy as np\nTILE = 16\ndef f(x):\n    "doc"\n    print(x)\n'
+    assert whats(notebook(tmp_path, stream("stale\n"), source=src)) == ["output under an export cell that only defines"]
+    assert whats(notebook(tmp_path, source=src)) == []
+    # an export cell that runs something at import (it may print) may keep its output
+    assert whats(notebook(tmp_path, stream("mint: simulator on\n"), source="#| export\nuse_simulator()")) == []
+
+
+def test_flags_a_cell_that_prints_displays_or_draws_without_output(tmp_path):
+    for src in ('print("loss", 3.2)', "for i in range(2):\n    display(i)", "run.plot()", "plt.plot([1, 2]); plt.show()",
+                "show_gpu_record('04_matmul/timing')"):
+        assert whats(notebook(tmp_path, source=src)) == ["no output under a cell that prints, displays or draws"], src
+    # not when it may print nothing (a branch), when it does not run, or when it is a skipped GPU cell
+    for src in ('if bad: print("bad")', '#| eval: false\nprint(1)', '#| gpu\nprint(1)', 'def f():\n    print(1)',
+                "f = plot_history(h)\ntest_eq(len(f.axes), 2)"):          # a figure made and checked, not shown
+        assert whats(notebook(tmp_path, source=src)) == [], src
+    assert whats(notebook(tmp_path, stream("loss 3.2\n"), source='print("loss", 3.2)')) == []
+
+
+def test_flags_a_notebook_that_stores_fewer_figures_than_it_draws(tmp_path):
+    "A figure lost to MPLBACKEND=Agg: the cell printed something, but its figure is gone."
+    src = 'print("curve"); plot_history(h)'
+    assert whats(notebook(tmp_path, stream("curve\n"), source=src)) == ["no figure stored under a cell that draws"]
+    assert whats(notebook(tmp_path, stream("curve\n"), PNG, source=src)) == []
+
+
+def test_flags_prose_quoting_a_number_the_cell_below_prints_differently(tmp_path):
+    cells = lambda prose: [("markdown", prose, None), ("code", "print(t)", [stream("forward + backward 0.52 ms\n")])]
+    bad = notebook(tmp_path, cells=cells("On an H200: forward + backward ≈ 0.33 ms."))
+    assert whats(bad) == ["prose quotes a number the cell below prints differently"]
+    assert "0.33 ms" in check_outputs.problems(bad)[0][2]
+    for ok in ("about 0.5 ms (rounded as the prose rounds)", "0.52 ms", "16×16 tiles, 3 layers", "a 2 MiB buffer (no MiB printed)"):
+        assert whats(notebook(tmp_path, cells=cells(ok))) == [], ok
+
+
+def test_the_new_checks_fire_on_a_real_chapter_with_its_figures_wiped(tmp_path):
+    "What MPLBACKEND=Agg did to 06_rope: a stored notebook whose drawing cell lost its figure fails."
+    nb = json.loads((ROOT / "nbs" / "11_optim.ipynb").read_text(encoding="utf-8"))
+    for c in nb["cells"]:
+        if c["cell_type"] == "code":
+            c["outputs"] = [o for o in c["outputs"] if "image/png" not in o.get("data", {})]
+    p = tmp_path / "wiped.ipynb"; p.write_text(json.dumps(nb))
+    assert any("draws" in w for w in whats(p))
+
+
+# --- no import circles in mint/ ---------------------------------------------------------------------------------
+import ast
+
+# Circles another helper is removing; the lead empties this set when their branch is merged.
+PENDING_CIRCLES = {
+    frozenset({"matmul", "gemm"}),      # tc-gemm (issue 21 item 9): mint.matmul._gemm and mint.gemm import each other
+}
+
+
+def import_graph(pkg: Path = ROOT / "mint") -> dict:
+    "module -> the mint modules it imports anywhere in its file (top level or inside a function: both are edges)."
+    mods = {p.stem for p in pkg.glob("*.py") if p.stem != "__init__"}
+    graph = {}
+    for m in mods:
+        deps = set()
+        for n in ast.walk(ast.parse((pkg / f"{m}.py").read_text(encoding="utf-8"))):
+            if isinstance(n, ast.ImportFrom):
+                mod = n.module or ""
+                if n.level == 1: deps |= {mod.split(".")[0]} if mod else {a.name for a in n.names}
+                elif mod == "mint": deps |= {a.name for a in n.names}
+                elif mod.startswith("mint."): deps.add(mod.split(".")[1])
+            elif isinstance(n, ast.Import):
+                deps |= {a.name.split(".")[1] for a in n.names if a.name.startswith("mint.")}
+        graph[m] = (deps & mods) - {m}
+    return graph
+
+
+def circles(graph: dict) -> list:
+    "The strongly connected components of more than one module (Tarjan), each as a frozenset."
+    index, low, stack, on, out, n = {}, {}, [], set(), [], [0]
+    def visit(v):
+        index[v] = low[v] = n[0]; n[0] += 1; stack.append(v); on.add(v)
+        for w in graph[v]:
+            if w not in index: visit(w); low[v] = min(low[v], low[w])
+            elif w in on: low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop(); on.discard(w); comp.add(w)
+                if w == v: break
+            if len(comp) > 1: out.append(frozenset(comp))
+    for v in sorted(graph):
+        if v not in index: visit(v)
+    return out
+
+
+def test_the_circle_finder_finds_a_circle_through_a_function_level_import(tmp_path):
+    (tmp_path / "a.py").write_text("from .b import x\n")
+    (tmp_path / "b.py").write_text("def f():\n    from mint.c import y\n")
+    (tmp_path / "c.py").write_text("import mint.a\n")
+    (tmp_path / "d.py").write_text("from .a import z\n")
+    assert circles(import_graph(tmp_path)) == [frozenset({"a", "b", "c"})]
+
+
+def test_mint_has_no_import_circles():
+    found = set(circles(import_graph()))
+    new = found - PENDING_CIRCLES
+    assert not new, f"import circles in mint/: {[sorted(c) for c in new]}: move the piece that needs the other module into it"
+
+
+# --- tools/run_notebooks.py and tools/course.py -------------------------------------------------------------------
+import sys
+sys.path.insert(0, str(ROOT / "tools"))
+import course
+
+
+def test_parts_and_their_totals():
+    assert [course.part_of(n) for n in ("04_matmul", "nbs/23_gpu_train.ipynb", "49_cli", "index", "_scratch")] == ["I", "II", "III", None, None]
+    times = {"00_core": {"seconds": 30.0}, "01_vocab": {"seconds": 90.0}, "20_gemm_ladder": {"seconds": 60.0}}
+    rows = {r[0]: r for r in course.part_totals(times)}
+    assert rows["I"][3:] == (2, 120.0) and rows["II"][3:] == (1, 60.0) and rows["III"][3] == 0
+    assert "2.0 min" in course.format_totals(list(rows.values()))
+
+
+def test_run_notebooks_never_inherits_mplbackend(tmp_path, monkeypatch):
+    "With MPLBACKEND=Agg in the environment (as bench/gpu_session.sh once had), the stored notebook still has its figure."
+    pytest = __import__("pytest")
+    pytest.importorskip("nbclient")
+    spec = importlib.util.spec_from_file_location("run_notebooks", ROOT / "tools" / "run_notebooks.py")
+    rn = importlib.util.module_from_spec(spec); spec.loader.exec_module(rn)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    p = notebook(tmp_path, source="import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0]); plt.show()")
+    _, secs, err = rn.run_one(p, set(), 300)
+    assert err is None, err
+    outs = json.loads(p.read_text())["cells"][0]["outputs"]
+    assert any("image/png" in o.get("data", {}) for o in outs), outs

@@ -8,7 +8,7 @@ from mint.matmul import gemm_playground, gemm_summary, gemm_widget
 from mint.core import cdiv
 from mint.loss import norm_playground, plot_norm_playground, norm_widget, softmax_naive, softmax_stable
 from mint.generate import sampling_stages, sample_next, allowed_logits, sampling_playground, sampling_widget, NEVER_SAMPLED
-from mint.attention import attention_maps, plot_attention, attention_widget
+from mint.model import attention_maps, plot_attention, attention_widget
 
 
 @pytest.fixture(scope="module")

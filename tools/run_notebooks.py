@@ -9,8 +9,14 @@ by hand: on a machine without a CUDA GPU `mint.core` switches numba's simulator 
 `#| eval: false` never run; `#| gpu` cells run only where a real GPU is in use — elsewhere they keep the outputs
 stored from the last GPU run (so running this on a laptop never replaces the H200 timings). Widget states are
 stored, so the widgets render in a static view. Then `nbdev-clean` normalises the files, and
-`tools/check_outputs.py` checks them (no machine paths, ANSI codes, warnings or errors)."""
-import argparse, subprocess, sys, time
+`tools/check_outputs.py` checks them (hygiene and evidence: see its docstring).
+
+The kernels never inherit `MPLBACKEND` (a non-interactive backend such as Agg draws nothing into the notebook, and
+the stored figures would be lost). Each notebook's run time is recorded in `bench/results/notebook_times.json`
+(with the date, the CPU count and how many notebooks ran at once), and the Run All time of each part of the course
+is printed from those records (`tools/course.py`). Time a part with `-j 1` on a quiet machine: notebooks that run
+side by side share the cores."""
+import argparse, datetime, json, os, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -18,6 +24,8 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from course import TIMES, format_totals, recorded_times, update_readme
 
 
 def directives(cell) -> dict:
@@ -46,6 +54,7 @@ class KeepSkipped(NotebookClient):
 
 def run_one(path: Path, skip_flags: set, timeout: int) -> tuple:
     "Execute `path` in place; returns (path, seconds, error or None)."
+    os.environ.pop("MPLBACKEND", None)                      # the kernel starts with this environment: figures are drawn
     t0 = time.time()
     nb = nbformat.read(path, as_version=4)
     client = KeepSkipped(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
@@ -60,6 +69,15 @@ def run_one(path: Path, skip_flags: set, timeout: int) -> tuple:
     return path, time.time() - t0, err
 
 
+def record_time(stem: str, rec: dict):
+    "Add one notebook's run time to bench/results/notebook_times.json at once (read again first: other runs may write it)."
+    from mint.checkpoint import atomic_write
+    times = {**recorded_times(), stem: rec}
+    atomic_write(TIMES, json.dumps({"about": "seconds of a Run All of each notebook (tools/run_notebooks.py); without a "
+                                   "GPU the kernels run in numba's CUDA simulator; load: the 1-minute load average at the end",
+                                   "notebooks": dict(sorted(times.items()))}, indent=1) + "\n")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("notebooks", nargs="*", help="notebooks to run (default: nbs/*.ipynb)")
@@ -67,6 +85,7 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=int, default=900, help="seconds per cell (default 900)")
     ap.add_argument("--skip", default="", help="more cell flags not to run, keeping their outputs (e.g. 'slow')")
     a = ap.parse_args(argv)
+    os.environ.pop("MPLBACKEND", None)                      # the kernels start with this environment: figures are drawn
     paths = [Path(p).resolve() for p in a.notebooks] or sorted((ROOT / "nbs").glob("*.ipynb"))
     sys.path.insert(0, str(ROOT))
     from mint.core import gpu_available                     # also switches the simulator on here when there is no GPU
@@ -78,6 +97,11 @@ def main(argv=None) -> int:
         for path, secs, err in ex.map(lambda p: run_one(p, skip, a.timeout), paths):
             print(f"{path.name:28s} {secs:6.1f} s  {'ok' if err is None else 'FAILED: ' + err}", flush=True)
             if err: failed.append(path.name)
+            else: record_time(path.stem, {"seconds": round(secs, 1), "date": datetime.date.today().isoformat(),
+                                          "cpus": os.cpu_count(), "jobs": min(a.jobs, len(paths)),
+                                          "gpu": "gpu" not in skip, "load": round(os.getloadavg()[0], 1)})
+    print(format_totals())
+    if update_readme(): print("run_notebooks: README.md's table of Run All times updated")
     subprocess.run(["nbdev-clean"], cwd=ROOT, check=True)
     print(f"run_notebooks: {len(paths) - len(failed)} of {len(paths)} notebook(s) ran in {time.time() - t0:.0f} s"
           + (f"; failed: {', '.join(failed)}" if failed else ""))
