@@ -79,12 +79,19 @@ def _add_export_serve(sub):
     e.add_argument("--check", action="store_true", help="load the export (transformers / llama-cpp-python) and compare with Mint")
     e.add_argument("--check-text", default="中华人民共和国成立以来，经济建设取得了巨大成就，人民生活水平不断提高。", help="text for --check")
     e.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    v = sub.add_parser("serve", help="OpenAI-compatible HTTP server on localhost",
-                       description="Serve a model with the OpenAI API: /v1/chat/completions, /v1/completions (streaming or not), /v1/models.")
+    v = sub.add_parser("serve", help="OpenAI-compatible HTTP server and chat page on localhost",
+                       description="Serve a model with the OpenAI API: /v1/chat/completions, /v1/completions (streaming or not), /v1/models, "
+                                   "and a chat page at /. Answers this machine only unless told otherwise (--host, --allow-host, --cors, --api-key).")
     v.add_argument("ckpt", help="checkpoint (.safetensors) or run folder")
     v.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     v.add_argument("--port", type=_number(int, 1, 65535), default=8000, help="port, 1-65535 (default 8000)")
     v.add_argument("--model-name", default=None, help="the model id clients send (default: the run folder's name)")
+    v.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="also answer requests addressed to NAME (Host header; localhost and the --host address always are); repeatable")
+    v.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
+                   help="let the web page at ORIGIN (e.g. http://localhost:3000) call the API (CORS); repeatable; none by default")
+    v.add_argument("--api-key", default=None, metavar="KEY",
+                   help="require 'Authorization: Bearer KEY' on /v1 (default: $MINT_API_KEY); needed with a --host beyond loopback")
 
 def build_parser() -> argparse.ArgumentParser:
     "The `mint` argument parser with all subcommands."
@@ -394,10 +401,14 @@ def check_failures(r: dict, tol: float = 1e-3) -> list[str]:
 def cmd_serve(a):
     from mint.checkpoint import load_checkpoint
     _need("starlette", "uvicorn", why="mint serve")
-    from mint.serve import serve
-    ck = load_checkpoint(a.ckpt)
-    name = a.model_name or (ck.path.parent.name or "mint")
-    serve(ck.params, ck.config, ck.vocab, name, a.host, a.port)
+    from mint.serve import serve, listen, check_exposure
+    import os
+    key = a.api_key or os.environ.get("MINT_API_KEY") or None
+    check_exposure(a.host, key, a.cors)               # before anything else: no key beyond loopback is an error
+    with listen(a.host, a.port) as sock:              # bind before announcing: a busy port is one error line
+        ck = load_checkpoint(a.ckpt)
+        name = a.model_name or (ck.path.parent.name or "mint")
+        serve(ck.params, ck.config, ck.vocab, name, a.host, a.port, sock=sock, allow_hosts=a.allow_host, cors=a.cors, api_key=key)
 
 COMMANDS = dict(train=cmd_train, generate=cmd_generate, chat=cmd_chat, info=cmd_info, list=cmd_list, gpu=cmd_gpu, demo=cmd_demo,
                 report=cmd_report, export=cmd_export, serve=cmd_serve)
