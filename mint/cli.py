@@ -58,6 +58,10 @@ def _add_sampling(p):
     p.add_argument("--top-p", type=_number(float, 0, 1, lo_open=True, note="1 = off"), default=0.9, help="nucleus sampling: keep the most likely tokens up to this probability mass, in (0, 1]; 1 = off (default 0.9)")
     p.add_argument("--seed", type=_SEED, default=None, help="random seed for sampling (>= 0)")
 
+def _add_decode_device(p):
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                   help="where to decode: auto (default) uses a real GPU if present, else the CPU")
+
 def _add_arch_tokenizer(t):
     from mint.core import ARCHS
     from mint.tokenizer import TOKENIZER_KINDS
@@ -92,6 +96,8 @@ def _add_export_serve(sub):
                    help="let the web page at ORIGIN (e.g. http://localhost:3000) call the API (CORS); repeatable; none by default")
     v.add_argument("--api-key", default=None, metavar="KEY",
                    help="require 'Authorization: Bearer KEY' on /v1 (default: $MINT_API_KEY); needed with a --host beyond loopback")
+    v.add_argument("--slots", type=_number(int, 1, 256), default=16, help="requests decoded together in one batch, 1-256 (default 16); more wait their turn")
+    _add_decode_device(v)
 
 def build_parser() -> argparse.ArgumentParser:
     "The `mint` argument parser with all subcommands."
@@ -142,11 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-new-tokens", type=_number(int, 0), default=100, help="length cap in characters (default 100); without --slide, generation also stops when the model's window (max_seq_len) is full")
     g.add_argument("--slide", action="store_true", help="past the model's window, drop the oldest quarter of the context and go on (up to --max-new-tokens)")
     _add_sampling(g)
+    _add_decode_device(g)
 
     c = sub.add_parser("chat", help="multi-turn chat in the terminal", description="Chat with a model; 'clear' forgets, 'quit' leaves.")
     c.add_argument("--ckpt", default=None, help="checkpoint or run folder (default: the newest chat model under RUNS)")
     c.add_argument("--max-rounds", type=_positive(int), default=6, help="rounds of history kept (default 6)")
     _add_sampling(c)
+    _add_decode_device(c)
 
     i = sub.add_parser("info", help="describe a checkpoint", description="Print a checkpoint's config, size, vocab and meta.")
     i.add_argument("ckpt", help="checkpoint (.safetensors) or run folder")
@@ -258,7 +266,8 @@ def cmd_generate(a):
         if not a.slide:
             raise ValueError(f"the prompt is {len(ids) - 1} characters, the model's window {window} positions: shorten it, or pass --slide")
         ids = ids[-window:]
-    dec = Decoder(ck.params, ck.config)
+    from mint.core import get_device
+    dec = Decoder(ck.params, ck.config, get_device(a.device))
     out, n = sys.stdout, 0
     out.write(a.prompt); out.flush()
     with warnings.catch_warnings(record=True) as caught:
@@ -278,7 +287,9 @@ def cmd_chat(a):
     from mint.generate import check_sampling
     check_sampling(a.temperature, a.top_k, a.top_p)
     ck = load_checkpoint(_find_ckpt(a.ckpt, "chat"))
-    chat_loop(ChatSession(ck.params, ck.config, ck.vocab, a.temperature, a.top_k, a.top_p, a.max_rounds, seed=a.seed))
+    from mint.core import get_device
+    chat_loop(ChatSession(ck.params, ck.config, ck.vocab, a.temperature, a.top_k, a.top_p, a.max_rounds, seed=a.seed,
+                          device=get_device(a.device)))
 
 def cmd_info(a):
     from mint.checkpoint import load_checkpoint, FORMAT
@@ -408,7 +419,9 @@ def cmd_serve(a):
     with listen(a.host, a.port) as sock:              # bind before announcing: a busy port is one error line
         ck = load_checkpoint(a.ckpt)
         name = a.model_name or (ck.path.parent.name or "mint")
-        serve(ck.params, ck.config, ck.vocab, name, a.host, a.port, sock=sock, allow_hosts=a.allow_host, cors=a.cors, api_key=key)
+        from mint.core import get_device
+        serve(ck.params, ck.config, ck.vocab, name, a.host, a.port, sock=sock, allow_hosts=a.allow_host, cors=a.cors, api_key=key,
+              slots=a.slots, device=get_device(a.device))
 
 COMMANDS = dict(train=cmd_train, generate=cmd_generate, chat=cmd_chat, info=cmd_info, list=cmd_list, gpu=cmd_gpu, demo=cmd_demo,
                 report=cmd_report, export=cmd_export, serve=cmd_serve)

@@ -235,6 +235,101 @@ def test_two_concurrent_clients(server):
     assert [m.id for m in client.models.list().data] == ["tiny"]
 
 
+def test_sixteen_concurrent_seeded_requests_equal_one_at_a_time(server):
+    "Continuous batching: 16 clients at once (sampled with seeds and greedy, streamed and not) get exactly the replies they get one at a time, in fewer batched steps than tokens."
+    import httpx
+    from openai import OpenAI
+    client, _ = server
+    base = str(client.base_url).rstrip("/").removesuffix("/v1")
+    prompts = ["中国", "人民", "经济", "今天", "北京", "发展", "我们", "世界"]
+    jobs = [dict(prompt=prompts[i % 8], temperature=0 if i % 4 == 0 else 0.9, seed=100 + i, max_tokens=12 + i % 5, stream=i % 2 == 1)
+            for i in range(16)]
+    def one(job):
+        c = OpenAI(base_url=client.base_url, api_key="x", max_retries=0, timeout=120)
+        if job["stream"]:
+            return "".join(x.choices[0].text for x in c.completions.create(model="tiny", **job))
+        return c.completions.create(model="tiny", **job).choices[0].text
+    alone = [one(j) for j in jobs]
+    before = httpx.get(base + "/health").json()["slots"]["steps"]
+    with ThreadPoolExecutor(16) as ex:
+        together = list(ex.map(one, jobs))
+    steps = httpx.get(base + "/health").json()["slots"]["steps"] - before
+    assert together == alone
+    assert steps < sum(j["max_tokens"] for j in jobs) / 2, steps           # shared steps, not one per token per request
+    assert httpx.get(base + "/health").json()["slots"]["busy"] == 0
+
+
+@pytest.fixture(scope="module")
+def slow_server():
+    "A server with 2 slots over an untrained model that never says <eos> and has a 2048-token window: replies long enough to cancel."
+    import httpx, uvicorn
+    from mint.core import ModelConfig
+    from mint.model import init_params, views
+    from mint.vocab import Vocab, EOS
+    from mint.serve import create_app
+    voc = Vocab.build(["中国人民银行今天宣布经济发展"], min_count=1)
+    cfg = ModelConfig(vocab_size=len(voc), d_model=32, n_heads=2, n_layers=2, max_seq_len=2048)
+    P = init_params(cfg, seed=0)
+    views(P, cfg).lm_b[EOS] = -1e4
+    port = free_port()
+    srv = uvicorn.Server(uvicorn.Config(create_app(P, cfg, voc, "slow", slots=2), host="127.0.0.1", port=port, log_level="warning"))
+    th = threading.Thread(target=srv.run, daemon=True); th.start()
+    while not srv.started: time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True; th.join(10)
+
+
+def test_cancelled_stream_frees_its_slot(slow_server):
+    "A client that reads one chunk of a 2000-token stream and hangs up: its slot is free within a second, the decoding stops, and both slots serve others."
+    import httpx
+    base = slow_server
+    health = lambda: httpx.get(base + "/health").json()["slots"]
+    body = {"model": "slow", "prompt": "中国", "max_tokens": 2000, "temperature": 0.8, "seed": 1, "stream": True}
+    for _ in range(2):                                                    # twice: both slots come back
+        with httpx.stream("POST", base + "/v1/completions", json=body, timeout=60) as r:
+            lines = r.iter_lines()
+            first = next(lines)
+            assert health()["busy"] == 1, (first, health(), list(lines)[-3:])
+        deadline = time.time() + 5
+        while health()["busy"]:
+            assert time.time() < deadline, health()
+            time.sleep(0.02)
+    steps = health()["steps"]
+    time.sleep(0.3)
+    assert health()["steps"] == steps and steps < 1000, steps                # nothing decodes for a reader that left
+    r = httpx.post(base + "/v1/completions", json={**body, "stream": False, "max_tokens": 5}, timeout=60)
+    assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 5
+
+
+def test_malformed_requests_mid_batch_harm_no_other(server):
+    "While 6 streams decode together, malformed requests (bad JSON, NaN, a long prompt, a bad role, a half-sent body) get their 4xx; every stream is what it is alone."
+    import httpx
+    from openai import OpenAI
+    client, _ = server
+    base = str(client.base_url).rstrip("/")
+    jobs = [dict(prompt=p, temperature=0.8, seed=i, max_tokens=16) for i, p in enumerate(["中国", "人民", "经济", "今天", "北京", "发展"])]
+    alone = [client.completions.create(model="tiny", **j).choices[0].text for j in jobs]
+    def stream(job):
+        c = OpenAI(base_url=client.base_url, api_key="x", max_retries=0, timeout=120)
+        return "".join(x.choices[0].text for x in c.completions.create(model="tiny", stream=True, **job))
+    bad = [('{"model": "tiny", "prompt": "x", "temperature": NaN}', 400), ("{oops", 400), ('{"model": "tiny", "prompt": "' + "你" * 500 + '"}', 400),
+           ('{"model": "tiny", "messages": [{"role": "robot", "content": "x"}]}', 400), ('{"model": "tiny", "prompt": "x", "n": 99}', 400)]
+    def malformed(_):
+        out = []
+        for body, status in bad:
+            path = "/chat/completions" if "messages" in body else "/completions"
+            out.append(httpx.post(base + path, content=body, headers={"content-type": "application/json"}).status_code == status)
+        host, port = client.base_url.host, client.base_url.port
+        with socket.create_connection((host, port)) as sk:                # a body promised and never sent
+            sk.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{")
+        return all(out)
+    with ThreadPoolExecutor(9) as ex:
+        streams = [ex.submit(stream, j) for j in jobs]
+        checks = [ex.submit(malformed, i) for i in range(3)]
+        assert all(c.result() for c in checks)
+        assert [f.result() for f in streams] == alone
+
+
 # --- `mint serve` itself, from outside ------------------------------------------------------------------------------
 
 def mint_cmd(*args):
