@@ -212,7 +212,7 @@ class BatchDecoder:
     def _forward(self, ws, r0: int, ids, pos) -> np.ndarray:
         v = ws.load(ids, pos)
         B, T = ids.shape
-        with serial_loops() if B * T == 1 else contextlib.nullcontext():
+        with serial_loops() if T == 1 else contextlib.nullcontext():        # a decode step: too little work to share out
             forward(self.W, self.cfg, v, RowsKV(self.K[:, r0:r0 + B], self.V[:, r0:r0 + B], self.lengths[r0:r0 + B]))
         self.lengths[r0:r0 + B] += T
         logits = v.logits
