@@ -12,7 +12,7 @@ Every loop is bounded: each client sends `--requests` requests one after another
 the same in every row. One warm-up request per server first (compilation, first allocations).
 """
 from __future__ import annotations
-import argparse, socket, statistics, sys, threading, time
+import argparse, os, socket, statistics, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -110,7 +110,8 @@ def main():
     base = {r["server"]: r["tokens_per_s"] for r in rows if r["clients"] == a.clients[0]}
     for r in rows: r["x_one_client"] = r["tokens_per_s"] / base[r["server"]]
     path = benchlib.record(f"serve_{a.device}", dict(preset=a.preset, max_tokens=a.max_tokens, requests_per_client=a.requests,
-                                                     prompt_len=a.prompt_len, host=benchlib.host_info(a.device), rows=rows))
+                                                     prompt_len=a.prompt_len, host=benchlib.host_info(a.device), rows=rows,
+                                                     blas_threads_env=os.environ.get("OPENBLAS_NUM_THREADS")))
     print(f"\n{a.preset}, {a.max_tokens} tokens a request (greedy), {a.requests} requests per client, on "
           f"{benchlib.host_info(a.device)['device']}; recorded in {path.relative_to(benchlib.ROOT)}\n")
     print(benchlib.table(rows, [("server", "server", ""), ("clients", "clients", "d"), ("tokens_per_s", "tokens/s", ",.1f"),

@@ -18,13 +18,19 @@ __all__ = ['NEVER_SAMPLED', 'serial_loops', 'Decoder', 'allowed_logits', 'check_
            'sampling_playground', 'sampling_widget']
 
 # %% ../nbs/14_generate.ipynb #b168a456
+_BLAS = []                                          # threadpoolctl's controller of NumPy's BLAS, made once (finding the library is slow)
+
 @contextlib.contextmanager
 def serial_loops():
-    "numba's parallel CPU loops called from this thread run on it alone inside (waking the other threads for one row costs more than the row)."
+    "numba's parallel CPU loops called from this thread, and BLAS's products, run on one thread inside (waking the other threads for a few rows costs more than the rows)."
     import numba
+    if not _BLAS:
+        try: from threadpoolctl import ThreadpoolController; _BLAS.append(ThreadpoolController())
+        except ImportError: _BLAS.append(None)        # a host without it (a bare GPU host): numba's loops only
     n = numba.get_num_threads()
     numba.set_num_threads(1)
-    try: yield
+    try:
+        with _BLAS[0].limit(limits=1, user_api="blas") if _BLAS[0] else contextlib.nullcontext(): yield
     finally: numba.set_num_threads(n)
 
 class Decoder:
@@ -67,7 +73,7 @@ class Decoder:
             v = self.ws.load(chunk[None], np.arange(self.pos, self.pos + n, dtype=np.int32)[None])
             with contextlib.ExitStack() as stack:
                 if n in self._checked: stack.enter_context(unchecked())   # the same buffers as last time: checked once
-                if n == 1: stack.enter_context(serial_loops())          # one token is too little work to share out
+                if n == 1 and self.device == "cpu": stack.enter_context(serial_loops())   # one token is too little work to share out
                 logits = self._run(v, n)
             self._checked.add(n)
             self.pos += n
@@ -212,7 +218,7 @@ class BatchDecoder:
     def _forward(self, ws, r0: int, ids, pos) -> np.ndarray:
         v = ws.load(ids, pos)
         B, T = ids.shape
-        with serial_loops() if T == 1 else contextlib.nullcontext():        # a decode step: too little work to share out
+        with serial_loops() if self.device == "cpu" else contextlib.nullcontext():   # a few rows, or one prompt: too little work to share out
             forward(self.W, self.cfg, v, RowsKV(self.K[:, r0:r0 + B], self.V[:, r0:r0 + B], self.lengths[r0:r0 + B]))
         self.lengths[r0:r0 + B] += T
         logits = v.logits
