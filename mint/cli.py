@@ -58,6 +58,10 @@ def _add_sampling(p):
     p.add_argument("--top-p", type=_number(float, 0, 1, lo_open=True, note="1 = off"), default=0.9, help="nucleus sampling: keep the most likely tokens up to this probability mass, in (0, 1]; 1 = off (default 0.9)")
     p.add_argument("--seed", type=_SEED, default=None, help="random seed for sampling (>= 0)")
 
+def _add_decode_device(p):
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                   help="where to decode: auto (default) uses a real GPU if present, else the CPU")
+
 def _add_arch_tokenizer(t):
     from mint.core import ARCHS
     from mint.tokenizer import TOKENIZER_KINDS
@@ -79,12 +83,21 @@ def _add_export_serve(sub):
     e.add_argument("--check", action="store_true", help="load the export (transformers / llama-cpp-python) and compare with Mint")
     e.add_argument("--check-text", default="中华人民共和国成立以来，经济建设取得了巨大成就，人民生活水平不断提高。", help="text for --check")
     e.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    v = sub.add_parser("serve", help="OpenAI-compatible HTTP server on localhost",
-                       description="Serve a model with the OpenAI API: /v1/chat/completions, /v1/completions (streaming or not), /v1/models.")
+    v = sub.add_parser("serve", help="OpenAI-compatible HTTP server and chat page on localhost",
+                       description="Serve a model with the OpenAI API: /v1/chat/completions, /v1/completions (streaming or not), /v1/models, "
+                                   "and a chat page at /. Answers this machine only unless told otherwise (--host, --allow-host, --cors, --api-key).")
     v.add_argument("ckpt", help="checkpoint (.safetensors) or run folder")
     v.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     v.add_argument("--port", type=_number(int, 1, 65535), default=8000, help="port, 1-65535 (default 8000)")
     v.add_argument("--model-name", default=None, help="the model id clients send (default: the run folder's name)")
+    v.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="also answer requests addressed to NAME (Host header; localhost and the --host address always are); repeatable")
+    v.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
+                   help="let the web page at ORIGIN (e.g. http://localhost:3000) call the API (CORS); repeatable; none by default")
+    v.add_argument("--api-key", default=None, metavar="KEY",
+                   help="require 'Authorization: Bearer KEY' on /v1 (default: $MINT_API_KEY); needed with a --host beyond loopback")
+    v.add_argument("--slots", type=_number(int, 1, 256), default=16, help="requests decoded together in one batch, 1-256 (default 16); more wait their turn")
+    _add_decode_device(v)
 
 def build_parser() -> argparse.ArgumentParser:
     "The `mint` argument parser with all subcommands."
@@ -137,11 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-new-tokens", type=_number(int, 0), default=100, help="length cap in characters (default 100); without --slide, generation also stops when the model's window (max_seq_len) is full")
     g.add_argument("--slide", action="store_true", help="past the model's window, drop the oldest quarter of the context and go on (up to --max-new-tokens)")
     _add_sampling(g)
+    _add_decode_device(g)
 
     c = sub.add_parser("chat", help="multi-turn chat in the terminal", description="Chat with a model; 'clear' forgets, 'quit' leaves.")
     c.add_argument("--ckpt", default=None, help="checkpoint or run folder (default: the newest chat model under RUNS)")
     c.add_argument("--max-rounds", type=_positive(int), default=6, help="rounds of history kept (default 6)")
     _add_sampling(c)
+    _add_decode_device(c)
 
     i = sub.add_parser("info", help="describe a checkpoint", description="Print a checkpoint's config, size, vocab and meta.")
     i.add_argument("ckpt", help="checkpoint (.safetensors) or run folder")
@@ -271,7 +286,8 @@ def cmd_generate(a):
             raise ValueError(f"the prompt is {len(ids) - 1} characters, the model's window {window} positions: shorten it, or pass --slide")
         ids = ids[-window:]
     _using(ck)                                                # the prompt fits this model: say which one continues it
-    dec = Decoder(ck.params, ck.config)
+    from mint.core import get_device
+    dec = Decoder(ck.params, ck.config, get_device(a.device))
     out, n = sys.stdout, 0
     out.write(a.prompt); out.flush()
     with warnings.catch_warnings(record=True) as caught:
@@ -291,7 +307,9 @@ def cmd_chat(a):
     from mint.generate import check_sampling
     check_sampling(a.temperature, a.top_k, a.top_p)
     ck = load_checkpoint(_find_ckpt(a.ckpt, "chat")); _using(ck)
-    chat_loop(ChatSession(ck.params, ck.config, ck.vocab, a.temperature, a.top_k, a.top_p, a.max_rounds, seed=a.seed))
+    from mint.core import get_device
+    chat_loop(ChatSession(ck.params, ck.config, ck.vocab, a.temperature, a.top_k, a.top_p, a.max_rounds, seed=a.seed,
+                          device=get_device(a.device)))
 
 def cmd_info(a):
     from mint.checkpoint import load_checkpoint, FORMAT
@@ -437,10 +455,16 @@ def check_failures(r: dict, tol: float = 1e-3) -> list[str]:
 def cmd_serve(a):
     from mint.checkpoint import load_checkpoint
     _need("starlette", "uvicorn", why="mint serve")
-    from mint.serve import serve
-    ck = load_checkpoint(a.ckpt)
-    name = a.model_name or (ck.path.parent.name or "mint")
-    serve(ck.params, ck.config, ck.vocab, name, a.host, a.port)
+    from mint.serve import serve, listen, check_exposure
+    import os
+    key = a.api_key or os.environ.get("MINT_API_KEY") or None
+    check_exposure(a.host, key, a.cors)               # before anything else: no key beyond loopback is an error
+    with listen(a.host, a.port) as sock:              # bind before announcing: a busy port is one error line
+        ck = load_checkpoint(a.ckpt)
+        name = a.model_name or (ck.path.parent.name or "mint")
+        from mint.core import get_device
+        serve(ck.params, ck.config, ck.vocab, name, a.host, a.port, sock=sock, allow_hosts=a.allow_host, cors=a.cors, api_key=key,
+              slots=a.slots, device=get_device(a.device))
 
 COMMANDS = dict(train=cmd_train, generate=cmd_generate, chat=cmd_chat, info=cmd_info, list=cmd_list, gpu=cmd_gpu, demo=cmd_demo,
                 report=cmd_report, export=cmd_export, serve=cmd_serve)

@@ -8,23 +8,29 @@ import contextlib, warnings
 from typing import Iterator
 import numpy as np
 from .core import ModelConfig, on_device
-from .kernels import unchecked, capture
+from .kernels import unchecked, capture, copy
 from .vocab import Vocab, PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
-from .model import Workspace, KVCache, views, forward
+from .model import Workspace, KVCache, RowsKV, views, forward
 
 # %% auto #0
-__all__ = ['NEVER_SAMPLED', 'serial_loops', 'Decoder', 'allowed_logits', 'check_sampling', 'sample_next', 'stream',
-           'check_prompt', 'generate', 'sampling_stages', 'plot_sampling_stages', 'next_token_logits',
+__all__ = ['NEVER_SAMPLED', 'serial_loops', 'Decoder', 'allowed_logits', 'check_sampling', 'sample_next', 'pick_next', 'stream',
+           'check_prompt', 'generate', 'BatchDecoder', 'sampling_stages', 'plot_sampling_stages', 'next_token_logits',
            'sampling_playground', 'sampling_widget']
 
 # %% ../nbs/14_generate.ipynb #b168a456
+_BLAS = []                                          # threadpoolctl's controller of NumPy's BLAS, made once (finding the library is slow)
+
 @contextlib.contextmanager
 def serial_loops():
-    "numba's parallel CPU loops called from this thread run on it alone inside (waking the other threads for one row costs more than the row)."
+    "numba's parallel CPU loops called from this thread, and BLAS's products, run on one thread inside (waking the other threads for a few rows costs more than the rows)."
     import numba
+    if not _BLAS:
+        try: from threadpoolctl import ThreadpoolController; _BLAS.append(ThreadpoolController())
+        except ImportError: _BLAS.append(None)        # a host without it (a bare GPU host): numba's loops only
     n = numba.get_num_threads()
     numba.set_num_threads(1)
-    try: yield
+    try:
+        with _BLAS[0].limit(limits=1, user_api="blas") if _BLAS[0] else contextlib.nullcontext(): yield
     finally: numba.set_num_threads(n)
 
 # %% ../nbs/14_generate.ipynb #e1fa6d8f
@@ -68,7 +74,7 @@ class Decoder:
             v = self.ws.load(chunk[None], np.arange(self.pos, self.pos + n, dtype=np.int32)[None])
             with contextlib.ExitStack() as stack:
                 if n in self._checked: stack.enter_context(unchecked())   # the same buffers as last time: checked once
-                if n == 1: stack.enter_context(serial_loops())          # one token is too little work to share out
+                if n == 1 and self.device == "cpu": stack.enter_context(serial_loops())   # one token is too little work to share out
                 logits = self._run(v, n)
             self._checked.add(n)
             self.pos += n
@@ -136,6 +142,15 @@ def sample_next(logits, temperature: float = 0.7, top_k: int = 50, top_p: float 
     return int(order[min(np.searchsorted(np.cumsum(ps) / tot, rng.random(), side="right"), len(ps) - 1)])
 
 # %% ../nbs/14_generate.ipynb #2c5da378
+def pick_next(logits, temperature: float, top_k: int, top_p: float, rng, pos: int | None = None) -> int | None:
+    "The token the stream samples after `logits`, or None where the sequence ends: `<eos>`, or non-finite logits (warned once, naming the position `pos`)."
+    if not np.isfinite(logits).all():
+        warnings.warn(f"non-finite logits at position {pos} (are the weights diverged?): generation stopped",
+                      RuntimeWarning, stacklevel=3)
+        return None
+    t = sample_next(allowed_logits(logits), temperature, top_k, top_p, rng)
+    return None if t == EOS else t
+
 def stream(dec: Decoder, prompt_ids, max_new_tokens: int, temperature: float = 0.7, top_k: int = 50,
            top_p: float = 0.9, rng=None, slide: bool = False) -> Iterator[int]:
     "Prefill `prompt_ids` into `dec`, then yield sampled token ids until `<eos>`, `max_new_tokens` or a full window (`slide=True`: drop the oldest quarter and go on); each yielded token is fed back."
@@ -144,12 +159,8 @@ def stream(dec: Decoder, prompt_ids, max_new_tokens: int, temperature: float = 0
     rng = rng if rng is not None else np.random.default_rng()
     logits = dec.feed(prompt_ids)
     for _ in range(max_new_tokens):
-        if not np.isfinite(logits).all():
-            warnings.warn(f"non-finite logits at position {dec.pos} (are the weights diverged?): generation stopped",
-                          RuntimeWarning, stacklevel=2)
-            return
-        t = sample_next(allowed_logits(logits), temperature, top_k, top_p, rng)
-        if t == EOS: return
+        t = pick_next(logits, temperature, top_k, top_p, rng, dec.pos)
+        if t is None: return
         yield t
         if dec.room == 0:
             if not slide: return
@@ -178,6 +189,70 @@ def generate(params, cfg: ModelConfig, vocab: Vocab, prompt: str, max_new_tokens
     out = stream(Decoder(params, cfg, device), ids, max_new_tokens, temperature, top_k, top_p,
                  np.random.default_rng(seed), slide)
     return vocab.decode(np.array(list(out), np.int32))
+
+# %% ../nbs/14_generate.ipynb #12baea80
+class BatchDecoder:
+    """Up to `slots` sequences decoded together through `mint.model.forward` (continuous batching): `add(prompt) -> (seq, logits)`
+    prefills a free row; `step({seq: token}) -> {seq: logits}` feeds one token to every running sequence in one forward;
+    `remove(seq)` frees its row (the last row moves into it). Logits are float64 host arrays `[V]`; `device` 'cpu' or 'cuda'."""
+    def __init__(self, params: np.ndarray, cfg: ModelConfig, slots: int = 16, device: str = "cpu"):
+        if int(slots) != slots or slots < 1: raise ValueError(f"slots must be an integer >= 1, got {slots}")
+        self.cfg, self.slots, self.device = cfg, int(slots), device
+        shape = (cfg.n_layers, self.slots, cfg.max_seq_len, cfg.n_heads, cfg.head_dim)
+        if device == "cuda":
+            from numba import cuda
+            from mint.gpu_train import device_workspace
+            self.W = views(cuda.to_device(np.asarray(params, np.float32)), cfg)
+            self.K, self.V = cuda.device_array(shape, np.float32), cuda.device_array(shape, np.float32)
+            self._ws = lambda B, T: device_workspace(cfg, B, T, training=False)
+        elif device == "cpu":
+            self.W = views(params, cfg)
+            self.K, self.V = np.zeros(shape, params.dtype), np.zeros(shape, params.dtype)
+            self._ws = lambda B, T: Workspace(cfg, B, T, params.dtype, training=False)
+        else: raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+        self.step_ws, self.prefill_ws = self._ws(self.slots, 1), self._ws(1, cfg.max_seq_len)
+        self.lengths = np.zeros(self.slots, np.int64)      # filled cache entries of each row = the position of its next token
+        self.rows: list[int] = []                          # rows[i]: the sequence in row i
+        self._next = 0
+    @property
+    def free(self) -> int: return self.slots - len(self.rows)
+    def room(self, seq: int) -> int: return self.cfg.max_seq_len - int(self.lengths[self.rows.index(seq)])
+    def _forward(self, ws, r0: int, ids, pos) -> np.ndarray:
+        v = ws.load(ids, pos)
+        B, T = ids.shape
+        with serial_loops() if self.device == "cpu" else contextlib.nullcontext():   # a few rows, or one prompt: too little work to share out
+            forward(self.W, self.cfg, v, RowsKV(self.K[:, r0:r0 + B], self.V[:, r0:r0 + B], self.lengths[r0:r0 + B]))
+        self.lengths[r0:r0 + B] += T
+        logits = v.logits
+        return np.asarray(logits.copy_to_host() if on_device(logits) else logits, np.float64)
+    def add(self, prompt_ids) -> tuple[int, np.ndarray]:
+        "Prefill `prompt_ids` into a free row: `(seq, logits of its last token)`. RuntimeError when every slot is taken."
+        ids = np.asarray(prompt_ids, np.int32).reshape(-1)
+        if not 1 <= len(ids) <= self.cfg.max_seq_len:
+            raise ValueError(f"add: a prompt of {len(ids)} tokens; it must have 1 to {self.cfg.max_seq_len} (the window)")
+        if not self.free: raise RuntimeError(f"add: all {self.slots} slots are taken; remove() a sequence first")
+        r, seq = len(self.rows), self._next
+        self._next += 1
+        self.rows.append(seq); self.lengths[r] = 0
+        try: logits = self._forward(self.prefill_ws, r, ids[None], np.arange(len(ids), dtype=np.int32)[None])
+        except BaseException: self.rows.pop(); raise
+        return seq, logits[len(ids) - 1]
+    def step(self, feeds: dict) -> dict:
+        "Feed `feeds[seq]` (one token) to every running sequence in one forward; `{seq: logits}`. ValueError unless `feeds` names exactly the running ones."
+        if set(feeds) != set(self.rows): raise ValueError(f"step: feed every running sequence {sorted(self.rows)}, got {sorted(feeds)}")
+        B = len(self.rows)
+        if any(self.lengths[:B] >= self.cfg.max_seq_len): raise ValueError("step: a sequence's window is full; remove() it first")
+        ids = np.array([feeds[s] for s in self.rows], np.int32)[:, None]
+        logits = self._forward(self.step_ws, 0, ids, self.lengths[:B].astype(np.int32)[:, None])
+        return {s: logits[i] for i, s in enumerate(self.rows)}
+    def remove(self, seq: int) -> None:
+        "Free the row of `seq` at once; the last row moves into it (its cache entries copied)."
+        r, last = self.rows.index(seq), len(self.rows) - 1
+        if r != last:
+            n = int(self.lengths[last])
+            for a in (self.K, self.V): copy(a[:, last, :n], a[:, r, :n])
+            self.rows[r], self.lengths[r] = self.rows[last], self.lengths[last]
+        self.rows.pop()
 
 # %% ../nbs/14_generate.ipynb #66690ada
 def _softmax(z: np.ndarray) -> np.ndarray:

@@ -22,9 +22,9 @@ from .precision import PRECISIONS, to_bf16, linear_bf16, linear_backward_bf16
 
 # %% auto #0
 __all__ = ['INT32_MAX', 'ATTENTION', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views', 'flops_per_token',
-           'init_params', 'workspace_shapes', 'workspace_bytes', 'check_int32', 'Workspace', 'KVCache', 'layer_forward',
-           'forward', 'loss_forward', 'layer_backward', 'backward', 'loss_and_grads', 'logits_of', 'attention_maps',
-           'plot_attention', 'attention_widget']
+           'init_params', 'workspace_shapes', 'workspace_bytes', 'check_int32', 'Workspace', 'KVCache', 'RowsKV',
+           'layer_forward', 'forward', 'loss_forward', 'layer_backward', 'backward', 'loss_and_grads', 'logits_of',
+           'attention_maps', 'plot_attention', 'attention_widget']
 
 # %% ../nbs/12_model.ipynb #f138c71f
 def param_specs(cfg: ModelConfig) -> list[tuple[str, tuple]]:
@@ -316,6 +316,30 @@ class KVCache:
                 copy(self._tmp[:, :keep], a[l, :, :keep])
         self.length = keep
     def clear(self) -> None: self.length = 0
+    def attend(self, layer: int, q, out) -> None:
+        "Attention of this forward's queries `q` `[B, T, H, head_dim]` over `layer`'s cache into `out` (after `append`)."
+        attention_cached(q, self.k[layer], self.v[layer], self.start(), out=out)
+
+# %% ../nbs/12_model.ipynb #67401b53
+class RowsKV:
+    """The cache of B sequences of different lengths decoded together: `k, v` `[n_layers, B, S, H, head_dim]` (views of a
+    larger cache, NumPy or device) and `lengths` `int[B]` (host: row b's filled entries; the owner advances it after the
+    forward). What `forward(..., kv=)` needs: `append` and `attend` row by row, each at its row's length."""
+    length_dev = None
+    def __init__(self, k, v, lengths):
+        self.k, self.v, self.lengths = k, v, lengths
+        self.length = 0                  # forward adds T here; the rows' own lengths are `lengths`
+    @property
+    def capacity(self) -> int: return self.k.shape[2]
+    def append(self, layer: int, k, v) -> None:
+        T = k.shape[1]
+        for b, s in enumerate(self.lengths.tolist()):
+            if s + T > self.capacity: raise ValueError(f"KV cache row {b} full: {s} + {T} entries > capacity {self.capacity}")
+            cache_write(k[b:b + 1], self.k[layer, b:b + 1], s)
+            cache_write(v[b:b + 1], self.v[layer, b:b + 1], s)
+    def attend(self, layer: int, q, out) -> None:
+        for b, s in enumerate(self.lengths.tolist()):
+            attention_cached(q[b:b + 1], self.k[layer, b:b + 1], self.v[layer, b:b + 1], s, out=out[b:b + 1])
 
 # %% ../nbs/12_model.ipynb #f4cfce1b
 def _linear(x, x16, w, w16, b, out):
@@ -346,7 +370,7 @@ def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: i
     seg = v.seg if v.use_seg else None
     if kv is not None:                                                         # decoding: the cache is the past
         kv.append(layer, A.k, A.v)
-        attention_cached(A.q, kv.k[layer], kv.v[layer], kv.start(), out=A.o4)
+        kv.attend(layer, A.q, A.o4)                                              # over the cache (row by row for RowsKV)
     elif v.flash:                                                              # o [B,T,H,hd], lse [B,H,T]
         (flash_tc_forward if v.tc else flash_attention_forward)(A.q, A.k, A.v, seg, out=A.o4, lse=A.lse)
     else:                                                                      # o [B,T,H,hd], probs [B,H,T,T]

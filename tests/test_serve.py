@@ -1,13 +1,17 @@
-"""The OpenAI-compatible server, tested with the official `openai` client against a real uvicorn server on a free
-localhost port: models, chat and completions (streaming and not), a multi-turn conversation, bad requests (JSON 4xx
-naming the field), and concurrent clients (no crash, no mixed outputs)."""
-import importlib.util, json, socket, threading, time
+"""The OpenAI-compatible server, tested from outside: the official `openai` client against a real uvicorn server on a
+free loopback port (models, chat and completions streaming and not, usage in the stream, n, logprobs, stop, a multi-turn
+conversation, bad requests, concurrent clients), `mint serve` itself as a subprocess with raw HTTP (foreign Host and
+Origin, text/plain, NaN/Infinity/seed -1, a client that disconnects mid-body, CORS, the API key, a busy port), and the
+chat page in headless Chromium driven through the DevTools protocol (skipped when /usr/bin/chromium is missing)."""
+import base64, importlib.util, json, math, os, shutil, socket, subprocess, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("openai", "starlette", "uvicorn")),
+pytestmark = pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("openai", "starlette", "uvicorn", "httpx")),
                                 reason='pip install -e ".[interop]"')
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -34,16 +38,17 @@ def server(request, trained):
     srv.should_exit = True; th.join(10)
 
 
-def greedy_reply(ck, messages, max_tokens):
-    "What Mint itself answers (the chat prompt through the one engine), for comparison."
+def greedy_reply(ck, messages, max_tokens, stop=()):
+    "What Mint itself answers (the chat prompt through the one engine), for comparison: (text, finish_reason, n_tokens)."
     from mint.serve import chat_prompt, run_generation, Sampling
     ids = chat_prompt(ck.vocab, messages, ck.config.max_seq_len)
-    return run_generation(ck.params, ck.config, ck.vocab, ids, Sampling(temperature=0, max_tokens=max_tokens))
+    return run_generation(ck.params, ck.config, ck.vocab, ids, Sampling(temperature=0, max_tokens=max_tokens, stop=tuple(stop)))[:3]
 
 
 def test_models(server):
-    client, _ = server
-    assert [m.id for m in client.models.list().data] == ["tiny"]
+    client, ck = server
+    (m,) = client.models.list().data
+    assert m.id == "tiny" and m.context_length == ck.config.max_seq_len == m.max_model_len
 
 
 def test_chat_non_streaming_and_streaming_agree(server):
@@ -57,6 +62,97 @@ def test_chat_non_streaming_and_streaming_agree(server):
     assert chunks[0].choices[0].delta.role == "assistant"
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == text
     assert chunks[-1].choices[0].finish_reason == finish
+    assert all(c.usage is None for c in chunks)                   # no usage unless asked for
+
+
+def test_stream_include_usage(server):
+    "stream_options.include_usage: every chunk says usage null, and a last chunk with no choices carries the counts."
+    client, _ = server
+    for create, kw in ((client.chat.completions.create, dict(messages=[{"role": "user", "content": "你好"}])),
+                       (client.completions.create, dict(prompt="中国"))):
+        whole = create(model="tiny", temperature=0, max_tokens=9, **kw)
+        chunks = list(create(model="tiny", temperature=0, max_tokens=9, stream=True, stream_options={"include_usage": True}, **kw))
+        assert chunks[-1].choices == [] and chunks[-1].usage == whole.usage, (chunks[-1], whole.usage)
+        assert all(c.usage is None for c in chunks[:-1]) and all(c.choices for c in chunks[:-1])
+
+
+def test_n_choices(server):
+    "n > 1: n choices, index 0..n-1, choice 0 = the n = 1 reply with the same seed, streamed = not streamed; n > 16 is a 400."
+    import openai
+    client, _ = server
+    msgs = [{"role": "user", "content": "今天"}]
+    kw = dict(model="tiny", messages=msgs, temperature=1.0, max_tokens=8, seed=11)
+    r = client.chat.completions.create(n=3, **kw)
+    assert [c.index for c in r.choices] == [0, 1, 2]
+    assert r.choices[0].message.content == client.chat.completions.create(**kw).choices[0].message.content
+    assert r.usage.completion_tokens >= 3                           # summed over the choices
+    assert len({c.message.content for c in r.choices}) > 1          # sampled separately, not copied
+    parts = {}
+    for c in client.chat.completions.create(n=3, stream=True, **kw):
+        for ch in c.choices: parts[ch.index] = parts.get(ch.index, "") + (ch.delta.content or "")
+    assert [parts[i] for i in range(3)] == [c.message.content for c in r.choices]
+    texts = client.completions.create(model="tiny", prompt="中国", n=2, max_tokens=6, temperature=0).choices
+    assert len(texts) == 2 and texts[0].text == texts[1].text      # greedy: the same twice
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(n=17, **kw)
+    assert e.value.body["param"] == "n"
+
+
+def _log_softmax_ref(ck, ids):
+    from mint.generate import Decoder, allowed_logits
+    z = allowed_logits(Decoder(ck.params, ck.config).feed(ids))
+    return z - z.max() - np.log(np.exp(z - z.max()).sum())
+
+
+def test_chat_logprobs(server):
+    "logprobs / top_logprobs on chat: one entry per token, the greedy token is its own top-1, values are the model's, bytes rebuild the text."
+    client, ck = server
+    from mint.serve import chat_prompt
+    msgs = [{"role": "user", "content": "中国人民"}]
+    r = client.chat.completions.create(model="tiny", messages=msgs, temperature=0, max_tokens=8, logprobs=True, top_logprobs=3)
+    content, ids = r.choices[0].logprobs.content, chat_prompt(ck.vocab, msgs, ck.config.max_seq_len)
+    assert len(content) == r.usage.completion_tokens
+    assert bytes(b for t in content for b in t.bytes).decode() == r.choices[0].message.content
+    first = _log_softmax_ref(ck, ids)
+    assert math.isclose(content[0].logprob, first.max(), abs_tol=1e-5)
+    for t in content:
+        assert len(t.top_logprobs) == 3 and t.top_logprobs[0].bytes == t.bytes and t.top_logprobs[0].logprob == t.logprob
+        assert t.logprob <= 0 and sum(math.exp(x.logprob) for x in t.top_logprobs) <= 1 + 1e-9
+    streamed = [lp for c in client.chat.completions.create(model="tiny", messages=msgs, temperature=0, max_tokens=8, logprobs=True,
+                                                            stream=True) for ch in c.choices if ch.logprobs for lp in ch.logprobs.content]
+    assert [t.bytes for t in streamed] == [t.bytes for t in content] and all(t.top_logprobs == [] for t in streamed)
+    plain = client.chat.completions.create(model="tiny", messages=msgs, temperature=0, max_tokens=8)
+    assert plain.choices[0].logprobs is None
+
+
+def test_completion_logprobs(server):
+    client, ck = server
+    r = client.completions.create(model="tiny", prompt="中国", temperature=0, max_tokens=6, logprobs=2)
+    lp = r.choices[0].logprobs
+    n = r.usage.completion_tokens
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == len(lp.text_offset) == n
+    assert lp.text_offset == sorted(lp.text_offset) and lp.text_offset[0] == 0
+    first = _log_softmax_ref(ck, [3, *ck.vocab.encode("中国").tolist()])          # <eos> + prompt, as mint generate
+    assert math.isclose(lp.token_logprobs[0], first.max(), abs_tol=1e-5)
+    assert all(len(d) <= 2 and max(d.values()) == x for d, x in zip(lp.top_logprobs, lp.token_logprobs))
+
+
+def test_stop_string_or_list(server):
+    "stop as a string and as a list: the reply is cut before the first stop string, finish_reason 'stop'."
+    client, ck = server
+    msgs = [{"role": "user", "content": "中国人民"}]
+    text, _, _ = greedy_reply(ck, msgs, 12)
+    if len(text) < 4: pytest.skip(f"reply too short to cut: {text!r}")
+    a, b = text[3], text[1:3]
+    for stop, cut in ((a, text.index(a)), ([a, b], min(text.index(a), text.index(b)))):
+        r = client.chat.completions.create(model="tiny", messages=msgs, temperature=0, max_tokens=12, stop=stop)
+        assert (r.choices[0].message.content, r.choices[0].finish_reason) == (text[:cut], "stop"), (stop, text)
+        parts = list(client.chat.completions.create(model="tiny", messages=msgs, temperature=0, max_tokens=12, stop=stop, stream=True))
+        assert "".join(c.choices[0].delta.content or "" for c in parts) == text[:cut]
+    full = client.completions.create(model="tiny", prompt="中国", temperature=0, max_tokens=10).choices[0].text
+    if len(full) >= 3:
+        r = client.completions.create(model="tiny", prompt="中国", temperature=0, max_tokens=10, stop=[full[2]])
+        assert r.choices[0].text == full[:full.index(full[2])] and r.choices[0].finish_reason == "stop"
 
 
 def test_multi_turn_conversation(server):
@@ -94,10 +190,13 @@ def test_completions_streaming_and_not(server):
     (dict(messages=[{"role": "system", "content": "be nice"}, {"role": "user", "content": "你好"}]), 400, "messages[0].role"),
     (dict(messages=[{"role": "user", "content": "你好"}], temperature=5), 400, "temperature"),
     (dict(messages=[{"role": "user", "content": "你好"}], max_tokens=0), 400, "max_tokens"),
-    (dict(messages=[{"role": "user", "content": "你好"}], n=3), 400, "n"),
+    (dict(messages=[{"role": "user", "content": "你好"}], seed=-1), 400, "seed"),
+    (dict(messages=[{"role": "user", "content": "你好"}], n=0), 400, "n"),
+    (dict(messages=[{"role": "user", "content": "你好"}], top_logprobs=2), 400, "top_logprobs"),
     (dict(messages=[{"role": "user", "content": "你好"}], model="gpt-4o"), 404, "model"),
 ])
 def test_bad_requests_get_json_errors_naming_the_field(server, kwargs, status, param):
+    "Through the official client: a JSON 4xx naming the field (the client itself refuses to send NaN; raw bodies with it are tested below)."
     import openai
     client, _ = server
     kwargs = {"model": "tiny", **kwargs}
@@ -134,3 +233,362 @@ def test_two_concurrent_clients(server):
         got = list(ex.map(lambda a: one(*a), enumerate(prompts)))
     assert all(text == alone[p] for p, text in got), got
     assert [m.id for m in client.models.list().data] == ["tiny"]
+
+
+def test_sixteen_concurrent_seeded_requests_equal_one_at_a_time(server):
+    "Continuous batching: 16 clients at once (sampled with seeds and greedy, streamed and not) get exactly the replies they get one at a time, in fewer batched steps than tokens."
+    import httpx
+    from openai import OpenAI
+    client, _ = server
+    base = str(client.base_url).rstrip("/").removesuffix("/v1")
+    prompts = ["中国", "人民", "经济", "今天", "北京", "发展", "我们", "世界"]
+    jobs = [dict(prompt=prompts[i % 8], temperature=0 if i % 4 == 0 else 0.9, seed=100 + i, max_tokens=12 + i % 5, stream=i % 2 == 1)
+            for i in range(16)]
+    def one(job):
+        c = OpenAI(base_url=client.base_url, api_key="x", max_retries=0, timeout=120)
+        if job["stream"]:
+            return "".join(x.choices[0].text for x in c.completions.create(model="tiny", **job))
+        return c.completions.create(model="tiny", **job).choices[0].text
+    alone = [one(j) for j in jobs]
+    before = httpx.get(base + "/health").json()["slots"]["steps"]
+    with ThreadPoolExecutor(16) as ex:
+        together = list(ex.map(one, jobs))
+    steps = httpx.get(base + "/health").json()["slots"]["steps"] - before
+    assert together == alone
+    assert steps < sum(j["max_tokens"] for j in jobs) / 2, steps           # shared steps, not one per token per request
+    assert httpx.get(base + "/health").json()["slots"]["busy"] == 0
+
+
+@pytest.fixture(scope="module")
+def slow_server():
+    "A server with 2 slots over an untrained model that never says <eos> and has a 2048-token window: replies long enough to cancel."
+    import httpx, uvicorn
+    from mint.core import ModelConfig
+    from mint.model import init_params, views
+    from mint.vocab import Vocab, EOS
+    from mint.serve import create_app
+    voc = Vocab.build(["中国人民银行今天宣布经济发展"], min_count=1)
+    cfg = ModelConfig(vocab_size=len(voc), d_model=32, n_heads=2, n_layers=2, max_seq_len=2048)
+    P = init_params(cfg, seed=0)
+    views(P, cfg).lm_b[EOS] = -1e4
+    port = free_port()
+    srv = uvicorn.Server(uvicorn.Config(create_app(P, cfg, voc, "slow", slots=2), host="127.0.0.1", port=port, log_level="warning"))
+    th = threading.Thread(target=srv.run, daemon=True); th.start()
+    while not srv.started: time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True; th.join(10)
+
+
+def test_cancelled_stream_frees_its_slot(slow_server):
+    "A client that reads one chunk of a 2000-token stream and hangs up: its slot is free within a second, the decoding stops, and both slots serve others."
+    import httpx
+    base = slow_server
+    health = lambda: httpx.get(base + "/health").json()["slots"]
+    body = {"model": "slow", "prompt": "中国", "max_tokens": 2000, "temperature": 0.8, "seed": 1, "stream": True}
+    for _ in range(2):                                                    # twice: both slots come back
+        with httpx.stream("POST", base + "/v1/completions", json=body, timeout=60) as r:
+            lines = r.iter_lines()
+            first = next(lines)
+            assert health()["busy"] == 1, (first, health(), list(lines)[-3:])
+        deadline = time.time() + 5
+        while health()["busy"]:
+            assert time.time() < deadline, health()
+            time.sleep(0.02)
+    steps = health()["steps"]
+    time.sleep(0.3)
+    assert health()["steps"] == steps and steps < 1000, steps                # nothing decodes for a reader that left
+    r = httpx.post(base + "/v1/completions", json={**body, "stream": False, "max_tokens": 5}, timeout=60)
+    assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 5
+
+
+def test_malformed_requests_mid_batch_harm_no_other(server):
+    "While 6 streams decode together, malformed requests (bad JSON, NaN, a long prompt, a bad role, a half-sent body) get their 4xx; every stream is what it is alone."
+    import httpx
+    from openai import OpenAI
+    client, _ = server
+    base = str(client.base_url).rstrip("/")
+    jobs = [dict(prompt=p, temperature=0.8, seed=i, max_tokens=16) for i, p in enumerate(["中国", "人民", "经济", "今天", "北京", "发展"])]
+    alone = [client.completions.create(model="tiny", **j).choices[0].text for j in jobs]
+    def stream(job):
+        c = OpenAI(base_url=client.base_url, api_key="x", max_retries=0, timeout=120)
+        return "".join(x.choices[0].text for x in c.completions.create(model="tiny", stream=True, **job))
+    bad = [('{"model": "tiny", "prompt": "x", "temperature": NaN}', 400), ("{oops", 400), ('{"model": "tiny", "prompt": "' + "你" * 500 + '"}', 400),
+           ('{"model": "tiny", "messages": [{"role": "robot", "content": "x"}]}', 400), ('{"model": "tiny", "prompt": "x", "n": 99}', 400)]
+    def malformed(_):
+        out = []
+        for body, status in bad:
+            path = "/chat/completions" if "messages" in body else "/completions"
+            out.append(httpx.post(base + path, content=body, headers={"content-type": "application/json"}).status_code == status)
+        host, port = client.base_url.host, client.base_url.port
+        with socket.create_connection((host, port)) as sk:                # a body promised and never sent
+            sk.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{")
+        return all(out)
+    with ThreadPoolExecutor(9) as ex:
+        streams = [ex.submit(stream, j) for j in jobs]
+        checks = [ex.submit(malformed, i) for i in range(3)]
+        assert all(c.result() for c in checks)
+        assert [f.result() for f in streams] == alone
+
+
+# --- `mint serve` itself, from outside ------------------------------------------------------------------------------
+
+def mint_cmd(*args):
+    return [sys.executable, "-c", "import sys; from mint.cli import main; sys.exit(main(sys.argv[1:]))", *map(str, args)]
+
+
+def mint_env(**extra):
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), "NO_COLOR": "1", **extra}
+
+
+class MintServer:
+    "`mint serve CKPT ARGS` in a subprocess on a free loopback port; `.base` its URL; `stop()` returns (exit code, stderr)."
+    def __init__(self, ckpt, *args, tmp):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.out, self.err = open(tmp / f"serve-{self.port}.out", "w+"), open(tmp / f"serve-{self.port}.err", "w+")
+        self.proc = subprocess.Popen(mint_cmd("serve", ckpt, "--port", self.port, "--model-name", "tiny", *args), cwd=ROOT,
+                                     env=mint_env(), stdout=self.out, stderr=self.err, text=True)
+        deadline = time.time() + 120
+        while True:
+            assert self.proc.poll() is None, f"mint serve exited {self.proc.returncode}: {self.stderr()}"
+            assert time.time() < deadline, "mint serve did not start"
+            if "Mint serves" in self.stdout(): break                    # announced: bound, loaded, about to serve
+            time.sleep(0.1)
+    def stderr(self) -> str:
+        self.err.seek(0); return self.err.read()
+    def stdout(self) -> str:
+        self.out.seek(0); return self.out.read()
+    def stop(self):
+        self.proc.terminate()
+        try: code = self.proc.wait(30)
+        except subprocess.TimeoutExpired: self.proc.kill(); code = self.proc.wait()
+        return code, self.stderr()
+
+
+@pytest.fixture(scope="module")
+def mint_server(trained, tmp_path_factory):
+    "`mint serve` with its defaults (127.0.0.1, no key, no CORS) on the char model; at the end: no traceback was printed."
+    ck = trained("llama", "char")
+    s = MintServer(ck.path, tmp=tmp_path_factory.mktemp("serve"))
+    s.ck = ck
+    yield s
+    code, err = s.stop()
+    assert "Traceback" not in err and "Exception" not in err, err
+    assert code == 143, (code, err)                     # SIGTERM: mint's documented code
+
+
+def post(base, path, body, **headers):
+    import httpx
+    data = body if isinstance(body, (bytes, str)) else json.dumps(body)
+    return httpx.post(base + path, content=data, headers={"content-type": "application/json", **headers}, timeout=60)
+
+
+def test_announces_after_binding(mint_server):
+    out = mint_server.stdout()
+    assert f"http://127.0.0.1:{mint_server.port}/v1" in out and "chat page" in out, out
+
+
+def test_foreign_origin_host_and_text_plain_are_refused(mint_server):
+    "What a web page can make a browser send: a foreign Origin (403), a DNS-rebinding Host (403), a no-cors text/plain post (415); none carries CORS headers."
+    import httpx
+    base, ok = mint_server.base, {"model": "tiny", "prompt": "中国", "max_tokens": 3, "temperature": 0}
+    assert post(base, "/v1/completions", ok).status_code == 200
+    cases = [(post(base, "/v1/completions", ok, origin="https://evil.example"), 403, "Origin"),
+             (post(base, "/v1/completions", ok, origin="null"), 403, "Origin"),
+             (post(base, "/v1/completions", ok, origin="http://localhost:3000"), 403, "Origin"),
+             (httpx.get(base + "/v1/models", headers={"host": f"evil.example:{mint_server.port}"}), 403, "Host"),
+             (post(base, "/v1/completions", ok, host=f"evil.example:{mint_server.port}", origin=f"http://evil.example:{mint_server.port}"), 403, "Host"),
+             (httpx.get(base + "/", headers={"host": "rebind.example"}), 403, "Host"),
+             (post(base, "/v1/completions", json.dumps(ok), **{"content-type": "text/plain"}), 415, "Content-Type"),
+             (post(base, "/v1/completions", json.dumps(ok), **{"content-type": "text/plain;charset=UTF-8", "origin": "https://evil.example"}), 403, "Origin"),
+             (post(base, "/v1/completions", "prompt=x", **{"content-type": "application/x-www-form-urlencoded"}), 415, "Content-Type"),
+             (httpx.request("OPTIONS", base + "/v1/completions", headers={"origin": "https://evil.example",
+                                                                          "access-control-request-method": "POST"}), 403, "Origin")]
+    for r, status, param in cases:
+        assert (r.status_code, r.json()["error"]["param"]) == (status, param), (r.request.headers, r.text)
+        assert not any(k.lower().startswith("access-control-") for k in r.headers), r.headers
+    # the server's own page (same origin) and the other loopback names are answered
+    for host in (f"localhost:{mint_server.port}", f"[::1]:{mint_server.port}", f"127.0.0.1:{mint_server.port}"):
+        r = post(base, "/v1/completions", ok, host=host, origin=f"http://{host}")
+        assert r.status_code == 200, (host, r.text)
+
+
+def test_nan_infinity_and_bad_seed_are_400s_naming_the_field(mint_server):
+    base = mint_server.base
+    for raw, field in (('"temperature": NaN', "temperature"), ('"temperature": Infinity', "temperature"),
+                       ('"top_p": -Infinity', "top_p"), ('"max_tokens": NaN', "max_tokens"), ('"max_tokens": 1e999', "max_tokens"),
+                       ('"seed": -1', "seed"), ('"seed": NaN', "seed"), ('"seed": 1.5', "seed"), ('"seed": 1e30', "seed"),
+                       ('"top_k": Infinity', "top_k"), ('"n": NaN', "n"), ('"top_logprobs": NaN, "logprobs": true', "top_logprobs")):
+        for path, rest in (("/v1/completions", '"prompt": "中国"'), ("/v1/chat/completions", '"messages": [{"role": "user", "content": "你好"}]')):
+            if field == "top_logprobs" and path == "/v1/completions": continue
+            r = post(base, path, '{"model": "tiny", %s, %s}' % (rest, raw))
+            assert r.status_code == 400 and r.headers["content-type"] == "application/json", (raw, r.status_code, r.text)
+            e = r.json()["error"]
+            assert e["param"] == field and e["type"] == "invalid_request_error" and field in e["message"], (raw, e)
+    for body, status in (("[" * 50_000, 400), (b"\xff\xfe{", 400), ('{"model": NaN, "prompt": "x"}', 400),
+                         ('{"model": "tiny", "prompt": "x", "stream": NaN}', 400), (" " * (4 * 2**20 + 1), 413)):
+        r = post(base, "/v1/completions", body)
+        assert r.status_code == status and "error" in r.json(), (body[:20], r.status_code, r.text)
+
+
+def test_disconnect_mid_body_is_not_a_traceback(mint_server):
+    "A client that promises 1000 bytes, sends 20 and hangs up: the server goes on answering, and prints nothing (checked at teardown)."
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", mint_server.port)) as s:
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 1000\r\n\r\n{\"model\": \"tiny\", ")
+            time.sleep(0.2)
+    time.sleep(0.5)
+    assert post(mint_server.base, "/v1/completions", {"model": "tiny", "prompt": "中国", "max_tokens": 2}).status_code == 200
+    assert "Traceback" not in mint_server.stderr() and "Error" not in mint_server.stderr(), mint_server.stderr()
+
+
+def test_cors_and_api_key(trained, tmp_path):
+    "--cors ORIGIN lets exactly that page in (preflight and reply headers); --api-key is required on /v1 (Bearer), not on the page."
+    import httpx, openai
+    from openai import OpenAI
+    ck = trained("llama", "char")
+    s = MintServer(ck.path, "--cors", "http://localhost:3000", "--api-key", "s3cret", tmp=tmp_path)
+    try:
+        body = {"model": "tiny", "prompt": "中国", "max_tokens": 3, "temperature": 0}
+        assert post(s.base, "/v1/completions", body).status_code == 401
+        r = post(s.base, "/v1/completions", body, authorization="Bearer wrong")
+        assert (r.status_code, r.json()["error"]["code"]) == (401, "invalid_api_key")
+        with pytest.raises(openai.AuthenticationError):
+            OpenAI(base_url=s.base + "/v1", api_key="wrong", max_retries=0).models.list()
+        good = OpenAI(base_url=s.base + "/v1", api_key="s3cret", max_retries=0, timeout=60)
+        assert good.completions.create(**body).choices[0].text
+        assert httpx.get(s.base + "/").status_code == 200                         # the page holds nothing; its API calls need the key
+        pre = httpx.request("OPTIONS", s.base + "/v1/completions", headers={
+            "origin": "http://localhost:3000", "access-control-request-method": "POST",
+            "access-control-request-headers": "authorization, content-type"})
+        assert pre.status_code == 200 and pre.headers["access-control-allow-origin"] == "http://localhost:3000", pre.headers
+        r = post(s.base, "/v1/completions", body, origin="http://localhost:3000", authorization="Bearer s3cret")
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "http://localhost:3000"
+        r = post(s.base, "/v1/completions", body, origin="http://localhost:3001", authorization="Bearer s3cret")
+        assert r.status_code == 403 and "access-control-allow-origin" not in r.headers
+    finally:
+        code, err = s.stop()
+    assert "Traceback" not in err, err
+
+
+def run_mint(*args, timeout=120):
+    return subprocess.run(mint_cmd(*args), cwd=ROOT, env=mint_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def test_busy_port_and_bad_host_are_one_line(trained):
+    "Bind first, then announce: a busy port, an unknown name, an address not of this machine, or no key beyond loopback: one `mint: error:` line, exit 1, no banner."
+    ck = trained("llama", "char")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0)); busy.listen(1)
+        port = busy.getsockname()[1]
+        cases = [(["--port", port], "in use"), (["--host", "no-such-host.invalid"], "--host"),
+                 (["--host", "192.0.2.1", "--api-key", "k"], "not an address of this machine"),
+                 (["--host", "0.0.0.0"], "--api-key"), (["--cors", "localhost:3000"], "origin like")]
+        for args, words in cases:
+            r = run_mint("serve", ck.path, *args)
+            lines = r.stderr.strip().splitlines()
+            assert r.returncode == 1 and len(lines) == 1 and lines[0].startswith("mint: error:") and words in lines[0], (args, r.stderr)
+            assert "serves" not in r.stdout and "Traceback" not in r.stderr, (args, r.stdout)
+
+
+# --- the chat page in headless Chromium ----------------------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
+
+
+class DevTools:
+    "A minimal Chrome DevTools Protocol client over one page target's websocket (websocket-client): `call(method, **params)`."
+    def __init__(self, ws_url):
+        import websocket
+        self.ws, self.n, self.events = websocket.create_connection(ws_url, timeout=60, suppress_origin=True), 0, []
+    def call(self, method, **params):
+        self.n += 1
+        self.ws.send(json.dumps({"id": self.n, "method": method, "params": params}))
+        while True:
+            m = json.loads(self.ws.recv())
+            if m.get("id") == self.n:
+                if "error" in m: raise RuntimeError(f"{method}: {m['error']}")
+                return m["result"]
+            self.events.append(m)
+    def js(self, expr):
+        r = self.call("Runtime.evaluate", expression=expr, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in r: raise RuntimeError(r["exceptionDetails"])
+        return r["result"].get("value")
+    def wait(self, expr, timeout=60):
+        deadline = time.time() + timeout
+        while not self.js(expr):
+            assert time.time() < deadline, f"timed out waiting for {expr}"
+            time.sleep(0.05)
+    def key(self, key, code, vk, text=None):
+        for kind in ("keyDown", "keyUp"):
+            self.call("Input.dispatchKeyEvent", type=kind, key=key, code=code, windowsVirtualKeyCode=vk,
+                      **({"text": text} if text and kind == "keyDown" else {}))
+
+
+@pytest.fixture
+def browser(mint_server, tmp_path):
+    "Headless Chromium on the page of `mint serve`, driven through the DevTools protocol; yields a `DevTools`."
+    if CHROMIUM is None: pytest.skip("headless Chromium not installed (Debian: apt-get install chromium)")
+    pytest.importorskip("websocket", reason="websocket-client (a jupyter-server dependency) drives Chromium's DevTools protocol")
+    import httpx
+    proc = subprocess.Popen([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
+                             f"--user-data-dir={tmp_path / 'profile'}", "--remote-debugging-port=0", "--window-size=1000,640",
+                             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stderr:
+            if "DevTools listening on" in line: break
+        else: pytest.fail("Chromium did not start its DevTools endpoint")
+        port = int(line.split("ws://")[1].split("/")[0].split(":")[1])
+        threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()     # keep the pipe drained
+        page = next(t for t in httpx.get(f"http://127.0.0.1:{port}/json/list").json() if t["type"] == "page")
+        dt = DevTools(page["webSocketDebuggerUrl"])
+        dt.call("Network.enable")
+        dt.call("Page.enable")
+        dt.call("Page.navigate", url=mint_server.base + "/")
+        dt.wait("document.readyState === 'complete' && document.getElementById('status').dataset.state === 'idle'")
+        yield dt
+    finally:
+        proc.terminate()
+        try: proc.wait(20)
+        except subprocess.TimeoutExpired: proc.kill(); proc.wait()
+
+
+def test_chat_page_in_chromium(browser, mint_server):
+    "Type a message, watch the reply stream in, ask again with the history, stop at a string, clear: the page agrees with the API."
+    from openai import OpenAI
+    dt, ck = browser, mint_server.ck
+    client = OpenAI(base_url=mint_server.base + "/v1", api_key="x", max_retries=0, timeout=60)
+    assert "tiny" in dt.js("document.getElementById('model').textContent")
+    dt.js("document.getElementById('temperature').value = '0'; document.getElementById('max_tokens').value = '24'")
+    state = "JSON.stringify([document.getElementById('status').dataset.state, mintChat.history.length])"
+
+    def ask(text, n_history):
+        dt.js("document.getElementById('input').focus()")
+        dt.call("Input.insertText", text=text)                      # typed, as a keyboard would
+        dt.key("Enter", "Enter", 13, "\r")
+        dt.wait(f"{state} === JSON.stringify(['idle', {n_history}])")
+        return dt.js("[...document.querySelectorAll('.msg.assistant')].pop().textContent"), \
+               int(dt.js("[...document.querySelectorAll('.msg.assistant')].pop().dataset.chunks || 0"))
+
+    msgs = [{"role": "user", "content": "你好"}]
+    reply, chunks = ask("你好", 2)
+    want = client.chat.completions.create(model="tiny", messages=msgs, temperature=0, max_tokens=24).choices[0].message.content
+    assert reply == want and chunks >= 2, (reply, want, chunks)       # streamed in pieces, same text as the API's
+    assert dt.js("document.getElementById('input').value") == ""
+    msgs += [{"role": "assistant", "content": reply}, {"role": "user", "content": "今天天气怎么样"}]
+    reply2, _ = ask("今天天气怎么样", 4)
+    assert reply2 == client.chat.completions.create(model="tiny", messages=msgs, temperature=0, max_tokens=24).choices[0].message.content
+    assert dt.js("mintChat.history.map(m => m.role).join()") == "user,assistant,user,assistant"
+    shot = base64.b64decode(dt.call("Page.captureScreenshot", format="png")["data"])
+    assert shot[:8] == b"\x89PNG\r\n\x1a\n"
+    if os.environ.get("MINT_CHAT_SCREENSHOT"): Path(os.environ["MINT_CHAT_SCREENSHOT"]).write_bytes(shot)
+    dt.js("document.getElementById('clear').click()")
+    assert dt.js(f"{state} + document.querySelectorAll('.msg').length") == '["idle",0]0'
+    if len(reply) >= 3:                                               # after Clear: a fresh conversation, cut at a stop string
+        dt.js(f"document.getElementById('stop').value = {json.dumps(reply[2])}")
+        again, _ = ask("你好", 2)
+        assert again == reply[:reply.index(reply[2])], (again, reply)
+    urls = {e["params"]["request"]["url"] for e in dt.events if e.get("method") == "Network.requestWillBeSent"}
+    assert urls and all(u.startswith(mint_server.base + "/") for u in urls), urls     # nothing fetched from elsewhere
