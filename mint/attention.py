@@ -159,7 +159,7 @@ def _allowed(seg, use_seg, b, t, j):
     st = seg[b, t]
     return st >= 0 and seg[b, j] == st
 
-@cuda.jit
+@cuda.jit(cache=True)
 def attn_scores_kernel(a, bm, seg, use_seg, scale, fill, s):
     "s[b,h,t,j] = scale * a[b,t,h,:]·bm[b,j,h,:] where t may see j, else `fill`; grid (j, t, b*H), a, bm [B,T,H,hd]."
     j = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
@@ -177,7 +177,7 @@ def attn_scores_kernel(a, bm, seg, use_seg, scale, fill, s):
     else:
         s[b, h, t, j] = fill
 
-@cuda.jit
+@cuda.jit(cache=True)
 def attn_pv_kernel(p, x, scale, out):
     "out[b,t,h,d] = scale * sum_{j<=t} p[b,h,t,j] x[b,j,h,d] (O = P·V, dQ = dS·K/√hd); grid (h*hd+d, t, b)."
     c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
@@ -193,7 +193,7 @@ def attn_pv_kernel(p, x, scale, out):
         acc += p[b, h, t, j] * x[b, j, h, d]
     out[b, t, h, d] = acc * scale
 
-@cuda.jit
+@cuda.jit(cache=True)
 def attn_ptv_kernel(p, x, scale, out):
     "out[b,j,h,d] = scale * sum_{t>=j} p[b,h,t,j] x[b,t,h,d] (dV = Pᵀ·dO, dK = dSᵀ·Q/√hd); grid (h*hd+d, j, b)."
     c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
@@ -213,7 +213,7 @@ def attn_ptv_kernel(p, x, scale, out):
 ROW_MAX_THREADS = 128                                       # shared arrays are this long; most threads a row block may use
 ROW_THREADS = 32 if simulator_enabled() else 128            # default threads per row (one warp under the simulator)
 
-@cuda.jit
+@cuda.jit(cache=True)
 def attn_softmax_kernel(s):
     "In place, one block per row of s[B,H,T,Tk]: softmax over entries > MASKED_BELOW, masked -> 0, fully masked row -> all 0."
     buf = cuda.shared.array(ROW_MAX_THREADS, float32)
@@ -244,7 +244,7 @@ def attn_softmax_kernel(s):
         x = s[b, h, t, j]
         s[b, h, t, j] = math.exp(x - m) * inv if x > MASKED_BELOW else 0.0
 
-@cuda.jit
+@cuda.jit(cache=True)
 def attn_dscores_kernel(p, ds):
     "In place, one block per row: ds (holding dP) <- p * (dP - sum_j dP_j p_j); p, ds [B,H,T,T]."
     buf = cuda.shared.array(ROW_MAX_THREADS, float32)

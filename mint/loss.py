@@ -97,7 +97,7 @@ def cross_entropy_cpu(logits: np.ndarray, targets: np.ndarray, loss_mask: np.nda
 CE_MAX_BLOCK = 1024                                    # shared buffers' size; the largest block allowed
 CE_BLOCK = 32 if simulator_enabled() else 256          # default threads per row (one warp under the simulator)
 
-@cuda.jit
+@cuda.jit(cache=True)
 def ce_count_kernel(loss_mask, scratch):
     "One block: scratch[N] = sum(loss_mask) (N_mask), accumulated in float64."
     t = cuda.threadIdx.x
@@ -111,7 +111,7 @@ def ce_count_kernel(loss_mask, scratch):
     if t == 0:
         scratch[n] = total
 
-@cuda.jit
+@cuda.jit(cache=True)
 def cross_entropy_kernel(logits, targets, loss_mask, scratch, dlogits):
     "Fused softmax + CE + gradient, one block per row: dlogits = (P - onehot)*mask/N_mask, scratch[row] = mask*(-log P[target])."
     row = cuda.blockIdx.x
@@ -147,7 +147,7 @@ def cross_entropy_kernel(logits, targets, loss_mask, scratch, dlogits):
         else:
             scratch[row] = math.nan                    # bad target: poison the loss, never read out of bounds
 
-@cuda.jit
+@cuda.jit(cache=True)
 def ce_loss_kernel(scratch, loss_out):
     "One block: loss_out[0] = sum(scratch[:N]) / scratch[N], or 0 when the mask count is 0 (NaN stays NaN)."
     t = cuda.threadIdx.x

@@ -125,7 +125,7 @@ def sigmoid_dev(x):
     z = min(max(x, float32(-SWISH_CLAMP)), float32(SWISH_CLAMP))
     return float32(1.0) / (float32(1.0) + math.exp(-z))
 
-@cuda.jit
+@cuda.jit(cache=True)
 def swiglu_fwd_kernel(gate, up, h):
     "h = swish(gate)*up elementwise over [N,F] float32, one thread per element, grid-stride loop."
     n_cols = gate.shape[1]
@@ -143,7 +143,7 @@ def swiglu_fwd_kernel(gate, up, h):
             sw = g * sigmoid_dev(g)
         h[r, c] = sw * u
 
-@cuda.jit
+@cuda.jit(cache=True)
 def swiglu_bwd_kernel(dh, gate, up, dgate, dup):
     "dgate = dh*up*swish'(gate), dup = dh*swish(gate) elementwise over [N,F] float32, grid-stride loop."
     n_cols = gate.shape[1]
