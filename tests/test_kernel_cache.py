@@ -48,7 +48,9 @@ def test_second_process_loads_the_cache(tmp_path):
     assert len(index) >= first["misses"] // 2, index                      # one index per function (some have 2 signatures)
     assert all(sorted(cache.rglob(f.name.replace(".nbi", ".*.nbc"))) for f in index)   # and its compiled data
     second = _child(cache)
-    assert second["misses"] == 0 and second["hits"] == first["misses"], (first, second)   # nothing compiled again
+    # nothing compiled again; a function only called from other njit code is compiled with its caller in the first
+    # process (a miss) and not needed in the second, which loads the caller whole: hits <= misses
+    assert second["misses"] == 0 and 0 < second["hits"] <= first["misses"], (first, second)
     assert second["loss"] == first["loss"]                                 # the cached code computes the same step
 
 
