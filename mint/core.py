@@ -291,12 +291,13 @@ def nbdev_test_summary(cells: list):
     atexit.register(lambda: print(f"nbdev-test: {n_nbs} notebook(s), {len(cells)} cells, {time.time() - t0:.0f} s"))
 
 # %% ../nbs/00_core.ipynb #e33b9579
-def kernel_cache_dir():
-    "The folder where numba caches the compiled code of this module's neighbours (`cache=True`), chosen as numba chooses it."
+def kernel_cache_dir(fn=None):
+    "The folder where numba caches the compiled code (`cache=True`) of function `fn` (default: the `mint` package's), chosen as numba chooses it."
     import inspect
     from pathlib import Path
     from numba.core.caching import CacheImpl
+    fn = fn or cdiv
     for locator in CacheImpl._locator_classes:
-        loc = locator.from_function(cdiv, inspect.getfile(cdiv))
+        loc = locator.from_function(fn, inspect.getfile(fn))
         if loc is not None: return Path(loc.get_cache_path())
 
