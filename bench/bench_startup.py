@@ -3,7 +3,10 @@ training step of a 1-step `mint train` run, and to the first token of generation
 fresh Python process, once with an empty numba cache (cold) and once more with the cache the cold run left (warm).
 
     python bench/bench_startup.py                    # CPU (the NumPy + numba.njit path), 3 rounds, medians
-    python bench/bench_startup.py --device cuda      # a GPU: numba.cuda kernels cached with cache=True
+    python bench/bench_startup.py --device cuda --preset medium --rounds 1
+                                                     # a GPU (about a minute a round on an H200): numba.cuda kernels
+                                                     # cached with cache=True; factory-made ones (GEMM tiles, flash
+                                                     # attention) compile in every process
 
 Each round gets its own empty cache folder (NUMBA_CACHE_DIR, so the package's own cache is neither used nor touched),
 runs train cold, train warm, generate cold, generate warm, and the table shows the median of the rounds: the host may be
@@ -11,7 +14,8 @@ shared with other work (its load average is recorded), and the medians of severa
 wall-clock seconds, the child's CPU seconds (user + system, its own threads) at the same moment are shown: they are
 less disturbed by other processes on a busy host. The training corpus is the first --lines lines of People's Daily
 written to a plain-text file, so reading the corpus does not hide the compile cost (the default corpus takes seconds
-to parse on every run, warm or cold). Results append to bench/results/startup_<device>.jsonl.
+to parse on every run, warm or cold); the run is otherwise `mint train --steps 1`'s (the same `train_corpus` call), and
+"process s" is the child's whole life, validation and report included. Results append to bench/results/startup_<device>.jsonl.
 """
 from __future__ import annotations
 import argparse, json, os, resource, statistics, subprocess, sys, tempfile, time
