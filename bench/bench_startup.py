@@ -30,9 +30,22 @@ def _cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _compiles() -> tuple[int, int]:
+    "(loaded from the disk cache, compiled) over every numba dispatcher of the mint modules loaded so far."
+    hits = misses = 0
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("mint."): continue
+        for f in vars(mod).values():
+            if getattr(f, "__module__", None) == name and hasattr(f, "_cache_misses"):
+                hits += sum(f._cache_hits.values()); misses += sum(f._cache_misses.values())
+    return hits, misses
+
+
 def _mark(what: str, t0: float):
-    "Print the child's one result line: seconds since the parent started it, CPU seconds, and numba's compile count."
-    print("STARTUP " + json.dumps({"what": what, "wall_s": time.time() - t0, "cpu_s": _cpu_s()}), flush=True)
+    "Print one result line: seconds since the parent started the child, its CPU seconds, numba's cache loads and compiles."
+    hits, misses = _compiles()
+    print("STARTUP " + json.dumps({"what": what, "wall_s": time.time() - t0, "cpu_s": _cpu_s(),
+                                   "loaded": hits, "compiled": misses}), flush=True)
 
 
 def child_train(a):
@@ -76,7 +89,7 @@ def run_child(args: list[str], cache_dir: Path, env_extra: dict) -> dict:
     if p.returncode != 0:
         raise SystemExit(f"child {' '.join(args)} failed (exit {p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
     marks = {m["what"]: m for m in (json.loads(l[8:]) for l in p.stdout.splitlines() if l.startswith("STARTUP "))}
-    return {"total_s": total, **{f"{k}_{q}": v[q] for k, v in marks.items() for q in ("wall_s", "cpu_s")},
+    return {"total_s": total, **{f"{k}_{q}": v[q] for k, v in marks.items() for q in ("wall_s", "cpu_s", "loaded", "compiled")},
             "cache_files": sum(1 for _ in cache_dir.rglob("*.nbi"))}
 
 
@@ -131,11 +144,13 @@ def main():
         rows.append(dict(what=f"{'mint train --steps 1: first step' if what == 'train' else 'generate: first token'}",
                          cold=c, warm=w, ratio=c / w, cold_cpu=cc, warm_cpu=wc, ratio_cpu=cc / wc,
                          cold_total=med(f"{what}_cold", "total_s"), warm_total=med(f"{what}_warm", "total_s"),
-                         files=med(f"{what}_cold", "cache_files")))
+                         files=med(f"{what}_cold", "cache_files"), compiled_cold=med(f"{what}_cold", f"{mark}_compiled"),
+                         compiled_warm=med(f"{what}_warm", f"{mark}_compiled")))
     cols = [("what", "time to", ""), ("cold", "cold s", ".2f"), ("warm", "warm s", ".2f"), ("ratio", "cold ÷ warm", ".2f"),
             ("cold_cpu", "cold CPU s", ".2f"), ("warm_cpu", "warm CPU s", ".2f"), ("ratio_cpu", "cold ÷ warm (CPU s)", ".2f"),
             ("cold_total", "cold process s", ".1f"), ("warm_total", "warm process s", ".1f"),
-            ("files", "cache indexes", ".0f")]
+            ("files", "cache indexes", ".0f"), ("compiled_cold", "compiled cold", ".0f"),
+            ("compiled_warm", "compiled warm", ".0f")]
     info = benchlib.host_info(a.device)
     if not a.no_record:
         path = benchlib.record(f"startup_{a.device}", dict(host=info, preset=a.preset, lines=a.lines, batch_size=a.batch_size,
