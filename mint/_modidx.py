@@ -126,6 +126,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                            'mint.core.gpu_available': ('core.html#gpu_available', 'mint/core.py'),
                            'mint.core.gpu_cell_skipped': ('core.html#gpu_cell_skipped', 'mint/core.py'),
                            'mint.core.gpu_info': ('core.html#gpu_info', 'mint/core.py'),
+                           'mint.core.kernel_cache_dir': ('core.html#kernel_cache_dir', 'mint/core.py'),
                            'mint.core.mfu': ('core.html#mfu', 'mint/core.py'),
                            'mint.core.nbdev_test_summary': ('core.html#nbdev_test_summary', 'mint/core.py'),
                            'mint.core.numerical_grad': ('core.html#numerical_grad', 'mint/core.py'),

@@ -163,7 +163,7 @@ def _allowed(seg, use_seg, b, t, j):
     return st >= 0 and seg[b, j] == st
 
 # %% ../nbs/09_attention.ipynb #4c4475c1
-@cuda.jit
+@cuda.jit(cache=True)
 def attn_scores_kernel(a, bm, seg, use_seg, scale, fill, s):
     "s[b,h,t,j] = scale * a[b,t,h,:]·bm[b,j,h,:] where t may see j, else `fill`; grid (j, t, b*H), a, bm [B,T,H,hd]."
     j = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
@@ -182,7 +182,7 @@ def attn_scores_kernel(a, bm, seg, use_seg, scale, fill, s):
         s[b, h, t, j] = fill
 
 # %% ../nbs/09_attention.ipynb #883e7763
-@cuda.jit
+@cuda.jit(cache=True)
 def attn_pv_kernel(p, x, scale, out):
     "out[b,t,h,d] = scale * sum_{j<=t} p[b,h,t,j] x[b,j,h,d] (O = P·V, dQ = dS·K/√hd); grid (h*hd+d, t, b)."
     c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
@@ -199,7 +199,7 @@ def attn_pv_kernel(p, x, scale, out):
     out[b, t, h, d] = acc * scale
 
 # %% ../nbs/09_attention.ipynb #249313d9
-@cuda.jit
+@cuda.jit(cache=True)
 def attn_ptv_kernel(p, x, scale, out):
     "out[b,j,h,d] = scale * sum_{t>=j} p[b,h,t,j] x[b,t,h,d] (dV = Pᵀ·dO, dK = dSᵀ·Q/√hd); grid (h*hd+d, j, b)."
     c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
@@ -219,7 +219,7 @@ def attn_ptv_kernel(p, x, scale, out):
 ROW_MAX_THREADS = 128                                       # shared arrays are this long; most threads a row block may use
 ROW_THREADS = 32 if simulator_enabled() else 128            # default threads per row (one warp under the simulator)
 
-@cuda.jit
+@cuda.jit(cache=True)
 def attn_softmax_kernel(s):
     "In place, one block per row of s[B,H,T,Tk]: softmax over entries > MASKED_BELOW, masked -> 0, fully masked row -> all 0."
     buf = cuda.shared.array(ROW_MAX_THREADS, float32)
@@ -251,7 +251,7 @@ def attn_softmax_kernel(s):
         s[b, h, t, j] = math.exp(x - m) * inv if x > MASKED_BELOW else 0.0
 
 # %% ../nbs/09_attention.ipynb #c94d54be
-@cuda.jit
+@cuda.jit(cache=True)
 def attn_dscores_kernel(p, ds):
     "In place, one block per row: ds (holding dP) <- p * (dP - sum_j dP_j p_j); p, ds [B,H,T,T]."
     buf = cuda.shared.array(ROW_MAX_THREADS, float32)

@@ -13,7 +13,7 @@ __all__ = ['PRESETS', 'ARCHS', 'PEAK_TFLOPS', 'ModelConfig', 'preset', 'seed_eve
            'get_device', 'on_device', 'gpu_info', 'peak_tflops', 'mfu', 'cuda_driver_found',
            'use_simulator_without_gpu', 'gpu_cell_skipped', 'skip_gpu_cells_without_gpu', 'numerical_grad', 'rel_error',
            'cdiv', 'cjk_fonts', 'token_label', 'figure_png', 'show_figures_in_ipython', 'widget_panel',
-           'nbdev_test_summary']
+           'nbdev_test_summary', 'kernel_cache_dir']
 
 # %% ../nbs/00_core.ipynb #7d86c30c
 if not hasattr(np, "row_stack"):  # numpy >= 2.5 dropped it; numba-cuda 0.30.4 still calls it at compile time
@@ -296,3 +296,15 @@ def nbdev_test_summary(cells: list):
     n_nbs = sum(1 for i, c in enumerate(cells) if i == 0 or c.idx_ <= cells[i - 1].idx_)
     t0 = time.time()
     atexit.register(lambda: print(f"nbdev-test: {n_nbs} notebook(s), {len(cells)} cells, {time.time() - t0:.0f} s"))
+
+# %% ../nbs/00_core.ipynb #e33b9579
+def kernel_cache_dir(fn=None):
+    "The folder where numba caches the compiled code (`cache=True`) of function `fn` (default: the `mint` package's), chosen as numba chooses it."
+    import inspect
+    from pathlib import Path
+    from numba.core.caching import CacheImpl
+    fn = fn or cdiv
+    for locator in CacheImpl._locator_classes:
+        loc = locator.from_function(fn, inspect.getfile(fn))
+        if loc is not None: return Path(loc.get_cache_path())
+

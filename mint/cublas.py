@@ -13,7 +13,7 @@ __all__ = ['CUBLAS_WORKSPACE', 'OP_N', 'OP_T', 'R_32F', 'R_16BF', 'GEMM_DEFAULT'
            'cublas_gemm']
 
 # %% ../nbs/20a_cublas.ipynb #9a4c00ba
-@cuda.jit
+@cuda.jit(cache=True)
 def bias_rows_kernel(C, bias):
     "C[r, c] = bias[c] for every row: the β = 1 start of a cuBLAS GEMM with bias; grid-strided over C."
     N = C.shape[1]

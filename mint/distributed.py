@@ -65,7 +65,7 @@ def token_shares(batch: Batch, pieces: list[Batch]) -> list[float]:
     return [float(np.asarray(p.loss_mask).sum(dtype=np.float64)) / N if N else 0.0 for p in pieces]
 
 # %% ../nbs/42_distributed.ipynb #b70acc2a
-@cuda.jit
+@cuda.jit(cache=True)
 def scale_add_kernel(x, alpha, y, out, has_y):
     "out[i] = alpha·x[i] (+ y[i] when has_y) over flat float32 arrays (grid-stride)."
     for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):

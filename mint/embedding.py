@@ -54,7 +54,7 @@ def embedding_backward_cpu(ids, dx, dweight, scale):
     return dweight
 
 # %% ../nbs/05_embedding.ipynb #e28dc7f6
-@cuda.jit
+@cuda.jit(cache=True)
 def embedding_gather_kernel(ids, weight, out, scale):
     "out[n, j] = weight[ids[n], j]·scale, grid-stride over the N·d elements; an id outside [0, V) gives a zero row."
     d = out.shape[1]
@@ -67,7 +67,7 @@ def embedding_gather_kernel(ids, weight, out, scale):
         else:
             out[n, j] = float32(0.0)
 
-@cuda.jit
+@cuda.jit(cache=True)
 def embedding_scatter_add_kernel(ids, dx, dweight, scale):
     "dweight[ids[n], j] += dx[n, j]·scale with atomics, grid-stride over the N·d elements; ids outside [0, V) are skipped."
     d = dx.shape[1]

@@ -148,7 +148,7 @@ def attention_cached(q, k_cache, v_cache, start, out=None, tile: int | None = No
     return out
 
 # %% ../nbs/21_flash_attention.ipynb #9f277efd
-@cuda.jit
+@cuda.jit(cache=True)
 def cache_write_kernel(new, cache, start_arr, start_int, use_arr):
     "cache[b, start + t, h, d] = new[b, t, h, d] (grid-stride over new [B,T,H,hd]); start = start_arr[0] if use_arr else start_int; rows past the cache are skipped."
     B, T, H, HD = new.shape

@@ -68,7 +68,7 @@ def model_shapes() -> list[tuple]:
 LADDER_SHAPES = [(f"{s}³", s, s, s, False, False) for s in (1024, 2048, 4096)]
 
 # %% ../nbs/20_gemm_ladder.ipynb #6ffff316
-@cuda.jit
+@cuda.jit(cache=True)
 def gemm_v1_kernel(A, B, C, bias, trans_a, trans_b, has_bias):
     "v1: C[i, j] = Σ_k op(A)[i, k]·op(B)[k, j] (+ bias[j]), one thread per output; block (bx, by), grid over C's columns × rows."
     col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
@@ -430,7 +430,7 @@ def _run_v4(a, b, out, bias, trans_a, trans_b, cfg: GemmConfig):
 _RUNNERS[4] = _run_v4
 
 # %% ../nbs/20_gemm_ladder.ipynb #ef33f55f
-@cuda.jit
+@cuda.jit(cache=True)
 def splitk_reduce_kernel(W, C, bias, has_bias):
     "C[r, c] = Σ_z W[z, r, c] (+ bias[c]): the second half of split-K; one thread per output, grid-strided."
     M = C.shape[0]
@@ -564,7 +564,7 @@ def gemm_provider(name: str):
     finally: set_gemm_provider(prev)
 
 # %% ../nbs/20_gemm_ladder.ipynb #cd5ac7f2
-@cuda.jit
+@cuda.jit(cache=True)
 def _sleep_kernel(us):
     for _ in range(us):
         cuda.nanosleep(1000)

@@ -71,7 +71,7 @@ def device_workspace(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
                          precision=precision, recompute=recompute)
 
 # %% ../nbs/23_gpu_train.ipynb #e50dd625
-@cuda.jit
+@cuda.jit(cache=True)
 def poison_if_nonfinite_kernel(loss, sumsq):
     "One thread: if loss[0] is NaN or ±inf, set sumsq[0] = NaN so that adam_step drops the step."
     if cuda.grid(1) == 0:
@@ -80,7 +80,7 @@ def poison_if_nonfinite_kernel(loss, sumsq):
             sumsq[0] = math.nan
 
 # %% ../nbs/23_gpu_train.ipynb #ce1d7686
-@cuda.jit
+@cuda.jit(cache=True)
 def accumulate_kernel(acc, loss, n):
     "One thread: acc[0] += loss[0] * n in float64 (sum of masked token losses over validation batches)."
     if cuda.grid(1) == 0:

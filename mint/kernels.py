@@ -176,7 +176,7 @@ def as_3d(*arrays) -> list:
     return [_view(a, new_shape, tuple(st[j] for _, st in axes)) for j, a in enumerate(arrays)]
 
 # %% ../nbs/03_kernels.ipynb #36e2a2ea
-@cuda.jit
+@cuda.jit(cache=True)
 def fill_kernel(a, value):
     "a[i, j, k] = value for a 3-D array (grid-stride over the elements in row-major order)."
     I, J, K = a.shape
@@ -195,7 +195,7 @@ def fill(a, value):
     return a
 
 # %% ../nbs/03_kernels.ipynb #a787e9db
-@cuda.jit
+@cuda.jit(cache=True)
 def copy_kernel(src, dst):
     "dst[i, j, k] = src[i, j, k] for 3-D arrays of one shape (grid-stride, row-major)."
     I, J, K = dst.shape
@@ -204,7 +204,7 @@ def copy_kernel(src, dst):
         r = i // K
         dst[r // J, r % J, k] = src[r // J, r % J, k]
 
-@cuda.jit
+@cuda.jit(cache=True)
 def add_kernel(a, b, out):
     "out = a + b for 3-D arrays of one shape (grid-stride, row-major); out may be a or b."
     I, J, K = out.shape
@@ -213,7 +213,7 @@ def add_kernel(a, b, out):
         r = i // K
         out[r // J, r % J, k] = a[r // J, r % J, k] + b[r // J, r % J, k]
 
-@cuda.jit
+@cuda.jit(cache=True)
 def swap01_kernel(src, dst):
     "dst[j, i, c] = src[i, j, c]: src (I, J, C) -> dst (J, I, C); blocks stride over the I·J rows (i, j), threads along c (launch `rows_grid(I * J, C)`)."
     I, J, C = src.shape

@@ -99,7 +99,7 @@ def cross_entropy_cpu(logits: np.ndarray, targets: np.ndarray, loss_mask: np.nda
 CE_MAX_BLOCK = 1024                                    # shared buffers' size; the largest block allowed
 CE_BLOCK = 32 if simulator_enabled() else 256          # default threads per row (one warp under the simulator)
 
-@cuda.jit
+@cuda.jit(cache=True)
 def ce_count_kernel(loss_mask, scratch):
     "One block: scratch[N] = sum(loss_mask) (N_mask), accumulated in float64."
     t = cuda.threadIdx.x
@@ -114,7 +114,7 @@ def ce_count_kernel(loss_mask, scratch):
         scratch[n] = total
 
 # %% ../nbs/10_loss.ipynb #0f560ea0
-@cuda.jit
+@cuda.jit(cache=True)
 def cross_entropy_kernel(logits, targets, loss_mask, scratch, dlogits):
     "Fused softmax + CE + gradient, one block per row: dlogits = (P - onehot)*mask/N_mask, scratch[row] = mask*(-log P[target])."
     row = cuda.blockIdx.x
@@ -151,7 +151,7 @@ def cross_entropy_kernel(logits, targets, loss_mask, scratch, dlogits):
             scratch[row] = math.nan                    # bad target: poison the loss, never read out of bounds
 
 # %% ../nbs/10_loss.ipynb #31d3b3f4
-@cuda.jit
+@cuda.jit(cache=True)
 def ce_loss_kernel(scratch, loss_out):
     "One block: loss_out[0] = sum(scratch[:N]) / scratch[N], or 0 when the mask count is 0 (NaN stays NaN)."
     t = cuda.threadIdx.x

@@ -128,7 +128,7 @@ def linear_forward(x, w, b=None, out=None, tile: int | None = None):
     return _gemm(x, w, out, b, False, True, tile)
 
 # %% ../nbs/04_matmul.ipynb #6c3f149e
-@cuda.jit
+@cuda.jit(cache=True)
 def bias_grad_kernel(dy, db):
     "db[j] = Σ_n dy[n, j]: dy [N, out] float32 -> db [out]; launch `column_block(out, N)`."
     buf = cuda.shared.array(COL_SLOTS, float32)

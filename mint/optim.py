@@ -178,7 +178,7 @@ def _cpu_ok(*arrays) -> bool:
 # %% ../nbs/11_optim.ipynb #e5176abb
 SUMSQ_MAX_THREADS = 256   # the shared buffer's size: a compile-time constant
 
-@cuda.jit
+@cuda.jit(cache=True)
 def grad_sumsq_kernel(grads, out):
     "out[0] += Σ grads², float64: grid-stride partial sums, a shared-memory tree per block, one atomic per block. blockDim: power of 2 ≤ 256."
     buf = cuda.shared.array(SUMSQ_MAX_THREADS, np.float64)
@@ -210,7 +210,7 @@ def grad_sumsq(grads, out=None, threads: int | None = None, max_blocks: int | No
     return out
 
 # %% ../nbs/11_optim.ipynb #776642e1
-@cuda.jit
+@cuda.jit(cache=True)
 def adam_step_kernel(params, grads, m, v, lr, bc1, bc2, beta1, beta2, eps, weight_decay, max_update, max_norm,
                      sumsq, use_sumsq, decay_mask, use_mask, rejected):
     "One Adam(W) step over flat float32 buffers (grid-stride), float64 math; clip/drop from device sumsq[0]; refusals added to rejected[0]."

@@ -43,7 +43,7 @@ def from_bf16_ref(b: np.ndarray, out=None) -> np.ndarray:
     return out
 
 # %% ../nbs/25_mixed_precision.ipynb #b965030c
-@cuda.jit
+@cuda.jit(cache=True)
 def to_bf16_kernel(u, out):
     "out[i] = bf16 bits of the float32 whose bits are u[i] (uint32 view), round to nearest even; NaN -> quiet NaN."
     for i in range(cuda.grid(1), u.size, cuda.gridsize(1)):
@@ -51,7 +51,7 @@ def to_bf16_kernel(u, out):
         if (w & 0x7FFFFFFF) > 0x7F800000: out[i] = ((w >> 16) & 0x8000) | QNAN_BF16
         else: out[i] = (w + 0x7FFF + ((w >> 16) & 1)) >> 16
 
-@cuda.jit
+@cuda.jit(cache=True)
 def from_bf16_kernel(b, out):
     "out[i] (uint32 view of float32) = b[i] << 16: exact."
     for i in range(cuda.grid(1), b.size, cuda.gridsize(1)):

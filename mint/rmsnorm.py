@@ -91,7 +91,7 @@ def rmsnorm_backward_cpu(dy, x, g, rstd, dx, dg):
 RMSNORM_MAX_BLOCK = 1024                                   # shared buffer size (floats); largest block allowed
 RMSNORM_BLOCK = 32 if simulator_enabled() else 128         # default threads per row (one warp under the simulator)
 
-@cuda.jit
+@cuda.jit(cache=True)
 def rmsnorm_fwd_kernel(x, g, eps, y, rstd):
     "One block per row of x[N,d] (float32): y = x*g*r, rstd[row] = r = 1/sqrt(mean(x^2)+eps)."
     row = cuda.blockIdx.x
@@ -110,7 +110,7 @@ def rmsnorm_fwd_kernel(x, g, eps, y, rstd):
         y[row, j] = x[row, j] * r * g[j]
 
 # %% ../nbs/07_rmsnorm.ipynb #05d0b62e
-@cuda.jit
+@cuda.jit(cache=True)
 def rmsnorm_bwd_kernel(dy, x, g, rstd, dx):
     "One block per row: dx = g*dy*r - x*dot*r^3/d with dot = sum_j g_j dy_j x_j (float32)."
     row = cuda.blockIdx.x
@@ -127,7 +127,7 @@ def rmsnorm_bwd_kernel(dy, x, g, rstd, dx):
         dx[row, j] = g[j] * dy[row, j] * r - x[row, j] * c
 
 # %% ../nbs/07_rmsnorm.ipynb #c1bc98d4
-@cuda.jit
+@cuda.jit(cache=True)
 def rmsnorm_dg_kernel(dy, x, rstd, dg):
     "Column reduction dg[j] = sum_n dy[n,j]*x[n,j]*rstd[n]; launch `column_block(d, N)`."
     tx = cuda.threadIdx.x

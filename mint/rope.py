@@ -74,7 +74,7 @@ def rope_cpu(x, pos, inv_freq, out, sign):
     return out
 
 # %% ../nbs/06_rope.ipynb #06306722
-@cuda.jit
+@cuda.jit(cache=True)
 def rope_kernel(x, pos, inv_freq, out, sign):
     "out[n,h,(p, p+hd/2)] = R(sign·pos[n]·inv_freq[p]) · x[n,h,(p, p+hd/2)], grid-stride over the (n, h, p); out may be x."
     H = x.shape[1]

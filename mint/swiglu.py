@@ -134,7 +134,7 @@ def sigmoid_dev(x):
     return float32(1.0) / (float32(1.0) + math.exp(-z))
 
 # %% ../nbs/08_swiglu.ipynb #1d8a4076
-@cuda.jit
+@cuda.jit(cache=True)
 def swiglu_fwd_kernel(gate, up, h):
     "h = swish(gate)*up elementwise over [N,F] float32, one thread per element, grid-stride loop."
     n_cols = gate.shape[1]
@@ -153,7 +153,7 @@ def swiglu_fwd_kernel(gate, up, h):
         h[r, c] = sw * u
 
 # %% ../nbs/08_swiglu.ipynb #1727bdf1
-@cuda.jit
+@cuda.jit(cache=True)
 def swiglu_bwd_kernel(dh, gate, up, dgate, dup):
     "dgate = dh*up*swish'(gate), dup = dh*swish(gate) elementwise over [N,F] float32, grid-stride loop."
     n_cols = gate.shape[1]

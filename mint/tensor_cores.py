@@ -417,7 +417,7 @@ def _allow_shared(kernel, nbytes: int) -> None:
     driver.cuKernelSetAttribute(A.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100, fn.handle, dev)
 
 # %% ../nbs/24_tensor_cores.ipynb #77516c70
-@cuda.jit
+@cuda.jit(cache=True)
 def round_bf16_kernel(src, dst):
     "dst[i] = bf16 bits of float32 bits src[i] (uint32 -> uint16), round to nearest even; NaN stays NaN (quiet)."
     i = cuda.grid(1)
