@@ -11,6 +11,7 @@
 #   E: cuBLAS inside CUDA graphs — 20 executed on the GPU (a cuBLAS GEMM recorded and replayed), the training step
 #      with the cuBLAS providers (bench/bench_train_step.py --gemm), bench/gpu_train_run.py --gemm (GPU = CPU; graph =
 #      kernel by kernel), bench/cublas_decode_check.py (the decode step's graph with cuBLAS in it)
+#   T: tensor cores — bench/bench_scale.py (bf16 with v7 / cuBLAS bf16 and flash-tc vs PyTorch bf16 + compile), chapters 24-27
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
 # Prepare once on the development machine (both folders are in .gitignore):
@@ -27,7 +28,18 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD/.gpu_site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0   # no MPLBACKEND: it would wipe the stored figures
 unset NUMBA_ENABLE_CUDASIM
 { date -u +%FT%TZ; nvidia-smi -L; python3 -c "import sys; from mint.cli import main; sys.exit(main(['gpu']))"; } 2>&1 | tee "$OUT/gpu_info_$PART.txt"
-if [ "$PART" = A ]; then
+if [ "$PART" = T ]; then
+  # T: tensor cores (issue 17), one lease: bench/bench_scale.py (Mint bf16 with the tensor-core GEMMs v7 and cuBLAS bf16
+  #    and the tensor-core flash attention, Mint TF32, against PyTorch bf16 autocast + torch.compile + fused Adam), then
+  #    chapters 24-27 executed on the GPU (their #| gpu cells' outputs stored)
+  ( time timeout 230 python3 bench/bench_scale.py --configs d768 d512 large medium d1024 --mint bf16 tf32 \
+      --bf16-gemm tc cublas-bf16 --torch bf16 --steps 5 --rounds 2 --budget-s 200 --out "$OUT" ) > "$OUT/bench_scale.log" 2>&1
+  tail -25 "$OUT/bench_scale.log"
+  tc_nbs="nbs/24_tensor_cores.ipynb nbs/25_mixed_precision.ipynb nbs/26_flash_tensor_cores.ipynb nbs/27_recompute.ipynb"
+  ( time timeout 200 python3 tools/run_notebooks.py $tc_nbs -j 4 --timeout 190 ) > "$OUT/run_notebooks_tc.log" 2>&1
+  tail -12 "$OUT/run_notebooks_tc.log"
+  tar cf "$OUT/notebooks.tar" $tc_nbs bench/results/gpu_cells 2>/dev/null
+elif [ "$PART" = A ]; then
   gpu_nbs=$(grep -l '"#| gpu' nbs/*.ipynb)
   ( time timeout 330 python3 tools/run_notebooks.py $gpu_nbs -j 8 --timeout 300 ) > "$OUT/run_notebooks_gpu.log" 2>&1
   tail -25 "$OUT/run_notebooks_gpu.log"
