@@ -416,7 +416,10 @@ class TrainState:
 
 # %% ../nbs/35_checkpoint.ipynb #c94dcb6e
 def save_train_state(folder, st: TrainState) -> Path:
-    "Write `st` to `folder/train_state.safetensors` atomically (arrays as tensors, the rest in the header, with a checksum)."
+    "Write `st` to `folder/train_state.safetensors` atomically (arrays as tensors, the rest in the header, with a checksum); non-finite weights or moments raise `ValueError` and the previous state stays, as `save_checkpoint` does."
+    for k, a in st.arrays.items():
+        bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
+        if bad: raise ValueError(f"refusing to save {Path(folder) / STATE_NAME}: {bad:,} values of {k} are NaN or infinite (the previous training state is kept)")
     info = dict(format=STATE_FORMAT, step=int(st.step), train_config=asdict(st.tcfg), config=st.config.to_dict(),
                 vocab=st.vocab.to_dict(), meta=st.meta, history=st.history, best_val=float(st.best_val),
                 best_step=st.best_step, saved_at=datetime.datetime.now().isoformat(timespec="seconds"))

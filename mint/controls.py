@@ -14,7 +14,7 @@ EXIT_CODES = {"interrupted": 130, "terminated": 143}       # 128 + SIGINT (2), 1
 
 class TrainControl:
     "Requests to a running loop — stop (reason 'interrupted' or 'terminated') or save a checkpoint now — polled once per step."
-    def __init__(self): self.stop_reason, self.save_requested = None, False
+    def __init__(self): self.stop_reason, self.save_requested, self.shielded = None, False, False   # shielded: the last writes
     def request_stop(self, reason: str = "interrupted"):
         if self.stop_reason is None: self.stop_reason = reason
     def request_save(self): self.save_requested = True
@@ -26,13 +26,13 @@ class TrainControl:
 # %% ../nbs/36a_controls.ipynb #678e44b3
 @contextlib.contextmanager
 def stop_on_signals(control: TrainControl):
-    "While the block runs (main thread only): the first SIGINT/SIGTERM asks `control` to stop after the current step; a second goes to the previous handler (Ctrl-C: KeyboardInterrupt at once)."
+    "While the block runs (main thread only): the first SIGINT/SIGTERM asks `control` to stop after the current step; a second goes to the previous handler (Ctrl-C: KeyboardInterrupt at once), except while `control.shielded` (a run's last writes)."
     if threading.current_thread() is not threading.main_thread(): yield; return
     reasons = {signal.SIGINT: "interrupted"}
     if hasattr(signal, "SIGTERM"): reasons[signal.SIGTERM] = "terminated"
     old = {s: signal.getsignal(s) for s in reasons}
     def handler(signum, frame):
-        if control.stop_reason is None: control.request_stop(reasons[signum]); return
+        if control.stop_reason is None or control.shielded: control.request_stop(reasons[signum]); return   # the last writes finish
         prev = old[signum] if old[signum] is not None else signal.SIG_DFL
         signal.signal(signum, prev)
         if callable(prev): prev(signum, frame)

@@ -110,6 +110,10 @@ class Engine:
     def agree(self, stop: bool) -> bool:
         "Whether to stop now. One process decides alone; under data parallelism (`mint.distributed`) every rank must stop at the same step, so the ranks vote."
         return stop
+    def rejected_count(self) -> int:
+        "Parameter updates Adam refused so far (non-finite, or a change above `max_update`); a device count is read back."
+        r = getattr(self, "rejected", 0)
+        return int(r.copy_to_host()[0]) if hasattr(r, "copy_to_host") else int(r)
     def finish(self, hist: dict): pass
 
 # %% ../nbs/13_train.ipynb #e2a1c004

@@ -18,7 +18,7 @@ from .loop import TrainConfig
 # %% auto #0
 __all__ = ['FP32_PEAK', 'LM_PROMPTS', 'CHAT_PROMPTS', 'param_table', 'model_flops_per_token', 'mfu', 'plot_history',
            'text_curve_line', 'LiveCurves', 'figure_svg', 'curves_figure', 'external_references', 'sample_texts',
-           'training_rows', 'render_report', 'write_report', 'Run', 'fit']
+           'run_history', 'training_rows', 'render_report', 'write_report', 'Run', 'fit']
 
 # %% ../nbs/38_report.ipynb #2e6889bb
 def _component(name: str) -> str:
@@ -175,6 +175,15 @@ def sample_texts(params, cfg: ModelConfig, vocab: Vocab, kind: str = "lm", promp
         out.append((p, text))
     return out
 
+# %% ../nbs/38_report.ipynb #970e4a98
+def run_history(d: Path) -> dict:
+    "A run folder's history: `history.json`, or — when a signal or a crash lost it — the copy inside its training state (as of the state's last save)."
+    from mint.checkpoint import STATE_NAME, load_train_state
+    if (d / "history.json").exists(): return json.loads((d / "history.json").read_text(encoding="utf-8"))
+    if (d / STATE_NAME).exists(): return load_train_state(d).history
+    raise FileNotFoundError(f"{d}: no history.json and no training state here, so this is not a mint run folder "
+                            f"(mint train writes them; mint list shows the runs)")
+
 # %% ../nbs/38_report.ipynb #4a0c53c1
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:1.5em auto;padding:0 1em;color:#222}
 h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}
@@ -241,9 +250,7 @@ def render_report(name: str, hist: dict, summary: dict, cfg: ModelConfig | None,
 def write_report(run_dir, summary: dict | None = None, prompts=None) -> Path:
     "Write `run_dir/report.html` from the run folder's files (`summary`, when given, is saved as `summary.json` first); returns its path."
     d = Path(run_dir)
-    if not (d / "history.json").exists():
-        raise FileNotFoundError(f"{d}: no history.json here, so this is not a finished mint run folder "
-                                f"(mint train writes one; mint list shows the runs)")
+    hist = run_history(d)                        # history.json, else the training state's copy; or one line
     if summary is not None:
         summary = dict(summary)
         if summary.get("device") == "cuda" and not summary.get("gpu"): summary["gpu"] = (gpu_info() or {}).get("device")
@@ -254,7 +261,6 @@ def write_report(run_dir, summary: dict | None = None, prompts=None) -> Path:
         atomic_write(d / "summary.json", lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=1, ensure_ascii=False)))
     elif (d / "summary.json").exists():
         summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
-    hist = json.loads((d / "history.json").read_text(encoding="utf-8"))
     summary = summary or {}
     cfg, meta, samples = None, {}, []
     if (d / "best.safetensors").exists():

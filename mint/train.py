@@ -19,7 +19,7 @@ from .controls import EXIT_CODES, TrainControl, stop_on_signals, terminal_comman
 
 # %% auto #0
 __all__ = ['ON_END', 'bar_is_live', 'bar_postfix', 'notify', 'check_resumable', 'TrainResult', 'Pace', 'state_bytes',
-           'resumed_best', 'run_training', 'train']
+           'resumed_best', 'start_warnings', 'replan_note', 'learning_problems', 'run_training', 'train']
 
 # %% ../nbs/36_robust_train.ipynb #c8fe42f1
 def bar_is_live() -> bool:
@@ -135,6 +135,54 @@ def resumed_best(path: Path, cfg: ModelConfig, vocab: Vocab, best: float, best_s
     note(f"warning: {why}; the resumed run writes a new best checkpoint there at its next validation (step {next_val})")
     return math.inf, None, None
 
+# %% ../nbs/36_robust_train.ipynb #20b9f2ca
+def start_warnings(tcfg: TrainConfig) -> list[str]:
+    "What can be said against a run's settings before its first step (printed as warnings; the run goes on)."
+    if tcfg.warmup_steps > tcfg.steps:
+        top = lr_at(tcfg.steps - 1, tcfg.steps, tcfg.base_lr, tcfg.warmup_steps)
+        return [f"warning: the warmup ({tcfg.warmup_steps:,} steps) is longer than the run ({tcfg.steps:,} steps): the learning "
+                f"rate only reaches {top:.2g} of --lr {tcfg.base_lr:g}; use a --warmup below --steps"]
+    return []
+
+def replan_note(old: TrainConfig, new: TrainConfig, step: int) -> str | None:
+    "On resume with other `--steps`: the new plan of the learning rate, said in one line (None when the schedule is unchanged)."
+    if old.steps == new.steps: return None
+    before = lr_at(step, old.steps, old.base_lr, old.warmup_steps) if step < old.steps else lr_at(old.steps, old.steps, old.base_lr, old.warmup_steps)
+    now = lr_at(step, new.steps, new.base_lr, new.warmup_steps)
+    return (f"note: --steps {new.steps:,} re-plans the schedule of this {old.steps:,}-step run: the cosine decay now ends at step "
+            f"{new.steps:,}, so the learning rate at step {step:,} is {now:.2g} (the old plan: {before:.2g}), falling to "
+            f"{lr_at(new.steps, new.steps, new.base_lr, new.warmup_steps):.2g} at the end; the warmup ({new.warmup_steps:,} steps) stays")
+
+# %% ../nbs/36_robust_train.ipynb #de5ec06e
+def learning_problems(hist: dict, ran_from: int, step: int, tcfg: TrainConfig, acfg, w_start: np.ndarray) -> list[str]:
+    "Why a run that did not diverge still did not learn, in words naming the cause (too large or too small an lr, non-finite gradients, weight decay, a warmup longer than the run); [] when it learned. `hist`: the run's history with the per-validation `val_rejected` and `val_moved` of its steps `ran_from`+1 … `step`. A run whose every step had lr 0 is not judged; whether validation moved, only past the warmup or at the run's end."
+    k = sum(1 for s in hist["val_step"] if s > ran_from)              # this run's validations (a resumed run: since the resume)
+    if k == 0 or not any(x > 0 for x in hist["lr"][len(hist["lr"]) - (step - ran_from):]): return []
+    rej, moved, lr0 = hist["val_rejected"][-k:], hist["val_moved"][-k:], tcfg.base_lr
+    steps = np.diff([ran_from, *hist["val_step"][-k:]])
+    share = float(np.dot(rej, steps) / max(steps.sum(), 1))          # of all parameter updates of this run, Adam refused ...
+    out = []
+    if share > 0.5:
+        w_max = float(np.max(np.abs(w_start))) if w_start.size else 0.0
+        if tcfg.weight_decay > 0 and lr0 * tcfg.weight_decay * w_max > acfg.max_update:
+            why = f"the weight decay {tcfg.weight_decay:g} makes each update larger than Adam accepts (max_update {acfg.max_update:g}); lower --weight-decay"
+        elif lr0 >= acfg.max_update:
+            why = f"the learning rate is too large: each update is above Adam's limit (max_update {acfg.max_update:g}); lower --lr (it was {lr0:g})"
+        else:
+            why = "the gradients were not finite (NaN or infinite; Adam drops such a step); lower --lr or look at the data"
+        out.append(f"Adam rejected {share:.0%} of the updates{'; the weights never changed' if not any(moved) else ''}: {why}")
+    elif not any(moved):
+        out.append(f"the weights never changed: the learning rate {lr0:g} is too small to change float32 weights; raise --lr")
+    v0 = hist.get("val_untrained")
+    if not out and v0 is not None and math.isfinite(v0) and ran_from == 0 and step >= min(tcfg.steps, tcfg.warmup_steps) and max(abs(v - v0) for v in hist["val_loss"][-k:]) < 1e-3:
+        why = (f"the warmup ({tcfg.warmup_steps:,} steps) is longer than the run ({tcfg.steps:,}); use a --warmup below --steps"
+               if tcfg.warmup_steps > tcfg.steps else f"the learning rate {lr0:g} is too small; raise --lr")
+        out.append(f"the validation loss never moved from the untrained model's {v0:.4f}: {why}")
+    elif tcfg.warmup_steps > tcfg.steps and not any("warmup" in p for p in out):
+        out.append(f"the warmup ({tcfg.warmup_steps:,} steps) is longer than the run ({tcfg.steps:,} steps): the learning rate never "
+                   f"reached --lr {lr0:g}; use a --warmup below --steps")
+    return out
+
 # %% ../nbs/36_robust_train.ipynb #95bab478
 def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list, vocab: Vocab,
                  out_dir=None, meta: dict | None = None, progress: bool = True, control: TrainControl | None = None,
@@ -150,24 +198,30 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
             held.enter_context(RunLock(out_dir, log=note))
             c, st = checkpoint_bytes(cfg), state_bytes(cfg, tcfg.steps)
             check_disk_space(out_dir, 2 * c + 2 * st, replaces={"best.safetensors": c, STATE_NAME: st})
-        hist = dict(step=[], loss=[], lr=[], val_step=[], val_loss=[])
+        for w in start_warnings(tcfg): note(w)
+        hist = dict(step=[], loss=[], lr=[], val_step=[], val_loss=[], val_rejected=[], val_moved=[])
         start, best, best_step, ckpt = 0, math.inf, None, None
         if resume is not None:
             check_resumable(resume, cfg, vocab, tcfg)
+            if (w := replan_note(resume.tcfg, tcfg, resume.step)): note(w)
             engine.load_state(resume.arrays)
             start = resume.step
             if sum(1 for _ in itertools.islice(train_batches, start)) < start:
                 raise ValueError(f"cannot resume: the training data ends before step {start} (is it the run's data?)")
-            hist = json.loads(json.dumps(resume.history))
+            hist = {"val_rejected": [], "val_moved": [], **json.loads(json.dumps(resume.history))}
             best, best_step = resume.best_val, resume.best_step
             if out_dir is not None:
                 nxt = min((start // tcfg.eval_every + 1) * tcfg.eval_every, tcfg.steps)
                 best, best_step, ckpt = resumed_best(out_dir / "best.safetensors", cfg, vocab, best, best_step, nxt, note)
-        w0 = np.array(engine.host_params(), copy=True)          # to tell a run whose weights never changed
+        w0 = np.array(engine.host_params(), copy=True)          # the weights at the last validation: did they move since?
+        w_start, rejected_at = w0.copy(), engine.rejected_count()
+        if start == 0 and "val_untrained" not in hist:            # the untrained model's loss: did validation ever move?
+            hist["val_untrained"] = float(engine.evaluate(val_batches, tcfg.eval_batches))
         step, tokens, save_errors, warned, unsaved = start, 0, [], set(), {}
         last_val = hist["val_loss"][-1] if hist["val_loss"] else math.nan
         validated_at = hist["val_step"][-1] if hist["val_step"] else None
         reason, stopped, bad_loss, seg = "done", "done", None, {}
+        state_at = resume.step if resume is not None else None        # the step of the training state on disk
         worst = 2 * math.log(cfg.vocab_size)
 
         def save(what, fn):
@@ -177,12 +231,21 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                 save_errors.append(f"{what}: {e}"); unsaved[what] = str(e); note(f"warning: {what} not saved: {e}"); return None
         def save_state():
             st = TrainState(step, tcfg, cfg, vocab, meta, hist, best, best_step, engine.state())
-            return save("training state", lambda: save_train_state(out_dir, st))
-        def validate(limit, with_state=True):
-            nonlocal best, best_step, last_val, ckpt, validated_at
-            last_val, validated_at = float(engine.evaluate(val_batches, limit)), step
+            nonlocal state_at
+            p = save("training state", lambda: save_train_state(out_dir, st))
+            if p is not None: state_at = step
+            return p
+        def validate(limit, with_state=True) -> bool:
+            "Validate, save the best checkpoint and the training state; False (nothing saved) when the loss is not finite."
+            nonlocal best, best_step, last_val, ckpt, validated_at, w0, rejected_at
+            ran, last_val = step - (validated_at if validated_at is not None else start), float(engine.evaluate(val_batches, limit))
+            validated_at, w, n_rej = step, engine.host_params(), engine.rejected_count()
             hist["val_step"].append(step); hist["val_loss"].append(last_val)
+            hist["val_rejected"].append((n_rej - rejected_at) / max(ran * w.size, 1))   # share of updates Adam refused since the last one
+            hist["val_moved"].append(not np.array_equal(w, w0))                        # did the weights change since the last one?
+            w0, rejected_at = np.array(w, copy=True), n_rej
             notify(callbacks, "after_validate", step, hist)
+            if not math.isfinite(last_val): return False           # diverged: the last good state and best checkpoint stay
             if not last_val <= worst and "val" not in warned:
                 warned.add("val")
                 note(f"warning: validation loss {last_val:.4g} nats/token at step {step} is more than twice that of guessing "
@@ -192,6 +255,7 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                     out_dir / "best.safetensors", engine.host_params(), cfg, vocab, {**meta, "step": step, "val_loss": last_val}))
                 if out_dir is None or p is not None: best, best_step, ckpt = last_val, step, p or ckpt
             if out_dir is not None and with_state: save_state()
+            return True
         def save_now():
             if out_dir is None: note("save now: this run has no folder (out_dir=None), nothing to save"); return
             p = save(f"checkpoint of step {step}", lambda: save_checkpoint(
@@ -225,7 +289,8 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                     hist["step"].append(step); hist["loss"].append(float(loss)); hist["lr"].append(float(lr))
                     bar.update(1)
                     notify(callbacks, "after_step", step, hist)
-                    if step % tcfg.eval_every == 0 and step < tcfg.steps: validate(tcfg.eval_batches)
+                    if step % tcfg.eval_every == 0 and step < tcfg.steps and not validate(tcfg.eval_batches):
+                        reason, stopped = "diverged", f"non-finite validation loss ({last_val}) at step {step}"; break
                     if control.take_save(): save_now()
                     now = _clock()
                     if pace is not None and (w := pace.check(step, tokens, now)): note(w)
@@ -233,7 +298,8 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                     if tcfg.time_limit and engine.agree(now - t0 > tcfg.time_limit):
                         reason, stopped = "time_limit", f"time limit ({tcfg.time_limit:.0f} s) reached at step {step}"; break
                 # 3. the end: a last validation (which saves the best checkpoint and the state), unless diverged
-                if reason != "diverged" and step > 0 and validated_at != step: validate(None)
+                if reason != "diverged" and step > 0 and validated_at != step and not validate(None):
+                    reason, stopped = "diverged", f"non-finite validation loss ({last_val}) at step {step}"
                 if hist["loss"]:                                   # the bar ends on the final figures
                     bar.set_postfix(bar_postfix(hist["loss"][-1], hist["lr"][-1], tokens / max(_clock() - t0, 1e-9), last_val))
             except KeyboardInterrupt:
@@ -249,19 +315,27 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                     except KeyboardInterrupt: pass
             finally:
                 bar.close()
-            secs = _clock() - t0
-            engine.finish(seg)
-        _merge(hist, seg)
-        notify(callbacks, "after_fit", step, hist)
-        if out_dir is not None: save("history", lambda: atomic_write(out_dir / "history.json", json.dumps(hist)))
+            # 4. the last writes, still under the signal handlers: a signal now only asks to stop (and is reported)
+            control.shielded = True
+            try:
+                secs = _clock() - t0
+                engine.finish(seg)
+                _merge(hist, seg)
+                notify(callbacks, "after_fit", step, hist)
+                if out_dir is not None: save("history", lambda: atomic_write(out_dir / "history.json", json.dumps(hist)))
+            finally: control.shielded = False
+        if control.stop_reason is not None and reason in ("done", "time_limit", "data_exhausted"):
+            reason, stopped = control.stop_reason, f"{stopped}; then {control.stop_reason} while saving (all saved)"
 
-        problems, ran, lr0 = [], step - start, tcfg.base_lr
-        if reason == "diverged":
+        problems, lr0 = [], tcfg.base_lr
+        if reason == "diverged" and bad_loss is not None:
             problems.append(f"the training loss became {bad_loss} at step {step + 1}: training diverged; lower --lr (it was {lr0:g})")
-        moving = sum(x > 0 for x in hist["lr"][len(hist["lr"]) - ran:]) if ran > 0 else 0   # warmup's first step has lr 0
-        if moving > 0 and reason != "diverged" and np.array_equal(w0, engine.host_params()):
-            problems.append(f"the weights never changed in {moving} steps with lr > 0: Adam rejected every update (non-finite, or a change above "
-                            f"{engine.acfg.max_update:g}); lower --lr (it was {lr0:g})")
+        elif reason == "diverged":
+            kept = ("nothing was saved" if out_dir is None else f"kept: the training state of step {state_at}" if state_at is not None
+                    else "no training state was saved") + (f" and the best checkpoint of step {best_step}" if ckpt is not None else "")
+            problems.append(f"the validation loss became {last_val} at step {step}: training diverged ({kept}); lower --lr (it was {lr0:g})")
+        else:
+            problems += learning_problems(hist, start, step, tcfg, engine.acfg, w_start)
         if math.isfinite(best) and best > worst:
             problems.append(f"the best validation loss, {best:.4g} nats/token, is more than twice that of guessing uniformly "
                             f"({worst / 2:.2f}): training diverged; lower --lr (it was {lr0:g})")
