@@ -181,7 +181,7 @@ def run_history(d: Path) -> dict:
     from mint.checkpoint import STATE_NAME, load_train_state
     if (d / "history.json").exists(): return json.loads((d / "history.json").read_text(encoding="utf-8"))
     if (d / STATE_NAME).exists(): return load_train_state(d).history
-    raise FileNotFoundError(f"{d}: no history.json and no training state here, so this is not a mint run folder "
+    raise FileNotFoundError(f"{d}: no history.json and no training state here, so this is not a finished mint run folder "
                             f"(mint train writes them; mint list shows the runs)")
 
 # %% ../nbs/38_report.ipynb #4a0c53c1

@@ -19,7 +19,8 @@ from .controls import EXIT_CODES, TrainControl, stop_on_signals, terminal_comman
 
 # %% auto #0
 __all__ = ['ON_END', 'bar_is_live', 'bar_postfix', 'notify', 'check_resumable', 'TrainResult', 'Pace', 'state_bytes',
-           'resumed_best', 'start_warnings', 'replan_note', 'learning_problems', 'run_training', 'train']
+           'resumed_best', 'start_warnings', 'replan_note', 'learning_problems', 'untrained_loss', 'run_training',
+           'train']
 
 # %% ../nbs/36_robust_train.ipynb #c8fe42f1
 def bar_is_live() -> bool:
@@ -183,6 +184,13 @@ def learning_problems(hist: dict, ran_from: int, step: int, tcfg: TrainConfig, a
                    f"reached --lr {lr0:g}; use a --warmup below --steps")
     return out
 
+def untrained_loss(engine, w: np.ndarray, val_batches, limit: int | None = None) -> float:
+    "The validation loss of weights `w` (a run's first), the engine's own state put back afterwards."
+    now = engine.state()
+    engine.load_state({**now, "params": w})
+    try: return float(engine.evaluate(val_batches, limit))
+    finally: engine.load_state(now)
+
 # %% ../nbs/36_robust_train.ipynb #95bab478
 def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list, vocab: Vocab,
                  out_dir=None, meta: dict | None = None, progress: bool = True, control: TrainControl | None = None,
@@ -215,8 +223,6 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                 best, best_step, ckpt = resumed_best(out_dir / "best.safetensors", cfg, vocab, best, best_step, nxt, note)
         w0 = np.array(engine.host_params(), copy=True)          # the weights at the last validation: did they move since?
         w_start, rejected_at = w0.copy(), engine.rejected_count()
-        if start == 0 and "val_untrained" not in hist:            # the untrained model's loss: did validation ever move?
-            hist["val_untrained"] = float(engine.evaluate(val_batches, tcfg.eval_batches))
         step, tokens, save_errors, warned, unsaved = start, 0, [], set(), {}
         last_val = hist["val_loss"][-1] if hist["val_loss"] else math.nan
         validated_at = hist["val_step"][-1] if hist["val_step"] else None
@@ -246,6 +252,10 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
             w0, rejected_at = np.array(w, copy=True), n_rej
             notify(callbacks, "after_validate", step, hist)
             if not math.isfinite(last_val): return False           # diverged: the last good state and best checkpoint stay
+            if hist["val_rejected"][-1] > 0.5 and "rejected" not in warned:
+                warned.add("rejected")
+                note(f"warning: Adam rejected {hist['val_rejected'][-1]:.0%} of the updates of steps {step - ran + 1}–{step}"
+                     f"{'' if hist['val_moved'][-1] else ' (the weights did not move)'}: this run is not learning")
             if not last_val <= worst and "val" not in warned:
                 warned.add("val")
                 note(f"warning: validation loss {last_val:.4g} nats/token at step {step} is more than twice that of guessing "
@@ -300,6 +310,8 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                 # 3. the end: a last validation (which saves the best checkpoint and the state), unless diverged
                 if reason != "diverged" and step > 0 and validated_at != step and not validate(None):
                     reason, stopped = "diverged", f"non-finite validation loss ({last_val}) at step {step}"
+                if start == 0 and step > 0 and reason in ("done", "time_limit", "data_exhausted"):   # the same on every rank
+                    hist["val_untrained"] = untrained_loss(engine, w_start, val_batches)   # where validation started from
                 if hist["loss"]:                                   # the bar ends on the final figures
                     bar.set_postfix(bar_postfix(hist["loss"][-1], hist["lr"][-1], tokens / max(_clock() - t0, 1e-9), last_val))
             except KeyboardInterrupt:
