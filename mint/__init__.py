@@ -12,6 +12,17 @@ __version__ = "0.0.1"
 # %% auto #0
 __all__ = []
 
+# %% ../nbs/index.ipynb #d2498c43
+import sys as _sys
+def _startup_sigint(signum, frame):
+    "Ctrl-C while the `mint` command is still starting (numba and NumPy load first): one line and exit code 130, no traceback."
+    import os
+    os.write(2, b"mint: interrupted\n"); os._exit(130)
+if _sys.argv and _sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1].split(".")[0] == "mint":   # the `mint` console script:
+    import signal as _signal                                     # handled before the heavy imports below; main() takes over
+    _signal.signal(_signal.SIGINT, _startup_sigint)
+else: _startup_sigint = None
+
 # %% ../nbs/index.ipynb #f569814e
 from mint import core as _core   # first of all: without a CUDA driver it switches numba's simulator on, before numba loads
 

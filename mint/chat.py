@@ -68,12 +68,13 @@ class ChatSession:
 
 # %% ../nbs/39_chat.ipynb #57066b19
 def chat_loop(session: ChatSession, input_fn=None, print_fn=print):
-    "Read–reply loop for the terminal: `clear` resets, `quit`/`exit`/EOF ends; `input_fn` defaults to `input` as it is when called."
+    "Read–reply loop for the terminal: `clear` resets, `quit`/`exit`/EOF ends (Ctrl-C and SIGTERM propagate: `mint chat` exits 130 / 143); `input_fn` defaults to `input` as it is when called."
     input_fn = input_fn or input
     print_fn("mint chat — type a message; 'clear' forgets the conversation, 'quit' leaves.")
     while True:
         try: text = input_fn("你: ").strip()
-        except (EOFError, KeyboardInterrupt): print_fn(""); break
+        except EOFError: print_fn(""); break
+        except KeyboardInterrupt: print_fn(""); raise     # Ctrl-C (130), SIGTERM (143): the command's exit code says so
         if not text: continue
         if text.lower() in ("quit", "exit"): break
         if text.lower() == "clear":

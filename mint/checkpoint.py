@@ -17,11 +17,12 @@ from .model import views, n_params, param_offsets
 
 # %% auto #0
 __all__ = ['fault_hook', 'CHUNK', 'FORMAT', 'LEGACY_FORMAT', 'STATE_NAME', 'LOCK_NAME', 'EXPORT_MARKER', 'RUN_FILES',
-           'OUTPUT_KINDS', 'CheckpointError', 'SaveError', 'atomic_write', 'temp_files', 'clean_temp_files',
-           'content_checksum', 'write_unit', 'read_info', 'read_unit', 'Checkpoint', 'config_and_vocab',
-           'save_checkpoint', 'resolve_checkpoint', 'load_checkpoint', 'checkpoint_meta', 'walk_files',
-           'list_checkpoints', 'runs_dir', 'RunLockedError', 'describe_holder', 'lock_holder', 'RunLock', 'OutputError',
-           'run_files', 'export_marker', 'check_output', 'replace_folder', 'checkpoint_bytes', 'check_disk_space']
+           'OUTPUT_KINDS', 'STATE_FORMAT', 'CheckpointError', 'SaveError', 'atomic_write', 'temp_files',
+           'clean_temp_files', 'content_checksum', 'write_unit', 'read_info', 'read_unit', 'Checkpoint',
+           'config_and_vocab', 'save_checkpoint', 'resolve_checkpoint', 'load_checkpoint', 'checkpoint_meta',
+           'walk_files', 'list_checkpoints', 'runs_dir', 'RunLockedError', 'describe_holder', 'lock_holder', 'RunLock',
+           'OutputError', 'run_files', 'export_marker', 'check_output', 'replace_folder', 'checkpoint_bytes',
+           'check_disk_space', 'TrainState', 'save_train_state', 'load_train_state']
 
 # %% ../nbs/35_checkpoint.ipynb #c3fb7132
 class CheckpointError(ValueError):
@@ -528,3 +529,56 @@ def check_disk_space(folder, need: int, what: str = "two checkpoints and two tra
         less = f", less the {mib(held)} of {' and '.join(names)}, which it replaces" if held else ""
         raise ValueError(f"{folder}: {mib(free)} free, the run needs about {mib(need - held)} there ({what}: {mib(need)}{less}); "
                          f"free some space or choose another --out")
+
+# %% ../nbs/35_checkpoint.ipynb #b0a6128e
+from .loop import TrainConfig, STATE_KEYS
+from dataclasses import asdict
+
+# %% ../nbs/35_checkpoint.ipynb #64268af0
+STATE_FORMAT = "mint-train-state-v1"
+
+@dataclass
+class TrainState:
+    "What a resumed run needs: `arrays` (params, adam_m, adam_v), `step` reached, `tcfg`, model `config`, `vocab`, `meta`, `history`, best so far."
+    step: int
+    tcfg: TrainConfig
+    config: ModelConfig
+    vocab: Vocab
+    meta: dict
+    history: dict
+    best_val: float
+    best_step: int | None
+    arrays: dict
+    path: Path | None = None
+
+# %% ../nbs/35_checkpoint.ipynb #c94dcb6e
+def save_train_state(folder, st: TrainState) -> Path:
+    "Write `st` to `folder/train_state.safetensors` atomically (arrays as tensors, the rest in the header, with a checksum); non-finite weights or moments raise `ValueError` and the previous state stays, as `save_checkpoint` does."
+    for k, a in st.arrays.items():
+        bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
+        if bad: raise ValueError(f"refusing to save {Path(folder) / STATE_NAME}: {bad:,} values of {k} are NaN or infinite (the previous training state is kept)")
+    info = dict(format=STATE_FORMAT, step=int(st.step), train_config=asdict(st.tcfg), config=st.config.to_dict(),
+                vocab=st.vocab.to_dict(), meta=st.meta, history=st.history, best_val=float(st.best_val),
+                best_step=st.best_step, saved_at=datetime.datetime.now().isoformat(timespec="seconds"))
+    return write_unit(Path(folder) / STATE_NAME, st.arrays, info)
+
+# %% ../nbs/35_checkpoint.ipynb #131c7171
+def load_train_state(run) -> TrainState:
+    "Read a run's training state (`run`: the run folder or the file), checked (names, shapes, float32, checksum, finite); `CheckpointError` with a one-line reason."
+    path = Path(run)
+    if path.is_dir() or not path.suffix: path = path / STATE_NAME
+    if not path.exists():
+        raise CheckpointError(f"{path}: no training state (a run writes it at each validation and when it stops): nothing to resume")
+    info = read_info(path)
+    if info.get("format") != STATE_FORMAT: raise CheckpointError(f"{path}: not a Mint training state (format {info.get('format')!r})")
+    if "checksum" not in info: raise CheckpointError(f"{path}: the header has no checksum")
+    cfg, vocab = config_and_vocab(path, info)
+    arrays = read_unit(path, {k: (n_params(cfg),) for k in STATE_KEYS}, info=info)
+    for k, a in arrays.items():
+        bad = int(a.size - np.count_nonzero(np.isfinite(a)))
+        if bad: raise CheckpointError(f"{path}: {bad:,} values of {k} are NaN or infinite; this state cannot be resumed")
+    try:
+        return TrainState(int(info["step"]), TrainConfig.from_dict(info["train_config"]), cfg, vocab, info.get("meta", {}),
+                          info["history"], float(info["best_val"]), info.get("best_step"), arrays, path)
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: bad training state header ({type(e).__name__}: {e})") from None

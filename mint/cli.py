@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--max", type=_positive(int), default=None, dest="max_samples", help="use at most N samples of the corpus")
     t.add_argument("--init", default=None, help="fine-tune from this checkpoint (keeps its vocab and config)")
     t.add_argument("--out", default=None, help="run folder for checkpoints (default: RUNS/peoples_daily or RUNS/<data>; RUNS = $MINT_HOME/runs, else runs/ of the Mint clone you are in, else ~/.mint/runs)")
-    t.add_argument("--resume", default=None, metavar="RUN", help="continue the run in folder RUN where it stopped (its data and settings; --steps, --time-limit, --eval-every, --device, --gemm may change, and --gpus/--ranks/--grad-accum, since the global batch stays the same)")
+    t.add_argument("--resume", default=None, metavar="RUN", help="continue the run in folder RUN where it stopped (its data and settings; --steps, --time-limit, --eval-every, --device, --gemm may change, and --gpus/--ranks/--grad-accum, since the global batch stays the same; any other option given is refused unless it is the run's own value, even when it equals the default). A different --steps re-plans the schedule: the cosine decay ends at the new last step (a note gives the learning rate before and after); the warmup done stays")
     t.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto (default) uses a real GPU if present")
     t.add_argument("--precision", default=D.precision, choices=["fp32", "bf16"], help="bf16: matrix products take bf16 operands with fp32 accumulation; master weights, gradients, Adam moments, norms, softmax and the loss stay fp32, checkpoints fp32 (chapter 25). Saves memory (the stored GEMM inputs are half size); fast on a GPU with a bf16 --gemm provider, while fp32 providers first widen the operands (slower than fp32); on the CPU an exact emulation, slower than fp32 (default fp32)")
     t.add_argument("--recompute", action="store_true", help="keep one input per block and recompute the block in the backward: the activations of one layer instead of all (gradients bit-identical), for about one more forward pass per step (chapter 27)")
@@ -250,9 +250,9 @@ def _train(a):
     time_limit = a.time_limit * 60 if a.time_limit else None
     if a.resume:
         dflt = _subparser_defaults("train")
-        fixed = [k for k in dflt if k not in RESUME_MAY_SET and getattr(a, k) != dflt[k]]
+        fixed = _resume_conflicts(a, dflt)          # given on the command line (even = the default) and not the run's own value
         if fixed:
-            raise ValueError(f"--resume continues a run with its own settings: {', '.join('--' + k.replace('_', '-') for k in fixed)} "
+            raise ValueError(f"--resume continues a run with its own settings: {', '.join(fixed)} "
                              f"cannot change (only --steps, --time-limit, --eval-every, --device, --gemm, --gpus, --ranks, --grad-accum); start a new run with --init to change them")
         changes = {k: getattr(a, k) for k in ("steps", "eval_every") if getattr(a, k) != dflt[k]}
         if a.gpus and a.device == "cpu": raise ValueError("--gpus with --device cpu: use --ranks N for CPU processes")
@@ -469,6 +469,48 @@ def cmd_serve(a):
 COMMANDS = dict(train=cmd_train, generate=cmd_generate, chat=cmd_chat, info=cmd_info, list=cmd_list, gpu=cmd_gpu, demo=cmd_demo,
                 report=cmd_report, export=cmd_export, serve=cmd_serve)
 
+# %% ../nbs/49_cli.ipynb #21cccb92
+def _given_options(argv, cmd: str) -> set:
+    "The options of subcommand `cmd` given on the command line `argv`, whatever their values (a parse with every default suppressed)."
+    ap = build_parser()
+    sub = next(x for x in ap._actions if isinstance(x, argparse._SubParsersAction)).choices[cmd]
+    for x in sub._actions: x.default = argparse.SUPPRESS
+    return set(vars(ap.parse_known_args(argv)[0])) - {"cmd"}
+
+def _resume_conflicts(a, dflt: dict) -> list[str]:
+    "`--option VALUE (the run's: V)` for each option given with --resume that a resume may not change and that is not the run's own value."
+    from mint.checkpoint import read_info, STATE_NAME
+    from mint.loop import TrainConfig
+    given = (_given_options(a.argv, "train") if getattr(a, "argv", None) is not None
+             else {k for k in dflt if getattr(a, k) != dflt[k]})                 # called without main: by value
+    extra = sorted(given - set(RESUME_MAY_SET))
+    if not extra: return []
+    try:
+        info = read_info(Path(a.resume) / STATE_NAME)
+        t, spec, T = TrainConfig.from_dict(info["train_config"]), (info.get("meta") or {}).get("run") or {}, info["config"]["max_seq_len"]
+        own = dict(batch_size=t.batch_size, seq_len=t.seq_len or T, lr=t.base_lr, warmup=t.warmup_steps, weight_decay=t.weight_decay,
+                   clip=t.max_grad_norm, seed=t.seed, **{k: spec[k] for k in ("preset", "arch", "tokenizer", "vocab_size", "max_samples", "init") if k in spec})
+        if "data" in spec: own["data"] = spec["data"]
+    except Exception: own = {}                   # no readable state: the resume itself says so, in one line
+    same = lambda k, v: k in own and (v == own[k] or k == "data" and Path(str(v)).exists() and str(Path(v).resolve()) == own[k]
+                                      or k == "init" and v is not None and str(v) == own[k])
+    return [f"--{k.replace('_', '-')} {getattr(a, k)}" + (f" (the run's: {own[k]})" if k in own else "")
+            for k in extra if not same(k, getattr(a, k))]
+
+# %% ../nbs/49_cli.ipynb #c9dfcdaf
+def _signal_behind(e: BaseException) -> BaseException | None:
+    "The KeyboardInterrupt (Ctrl-C) or `Terminated` (SIGTERM) that caused `e`, if any: a signal handler that raises inside a compiled function surfaces as that function's `SystemError`, chained to it."
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt): return e
+        seen.add(id(e)); e = e.__cause__ or e.__context__
+    return None
+
+def _core_startup_handler():
+    "The SIGINT handler `mint/__init__` installs while the `mint` command starts (None when it did not)."
+    import mint
+    return getattr(mint, "_startup_sigint", None)
+
 # %% ../nbs/49_cli.ipynb #c4229198
 class Terminated(KeyboardInterrupt):
     "SIGTERM outside the training loop: ends the command with exit code 143."
@@ -496,6 +538,7 @@ def main(argv=None) -> int:
         ap = build_parser()
         try:
             a, extra = ap.parse_known_args(argv)
+            a.argv = list(sys.argv[1:] if argv is None else argv)       # what was given, to tell it from a default
             if extra:                            # name the subcommand's own usage and its closest option, not the top-level one
                 sub = next(x for x in ap._actions if isinstance(x, argparse._SubParsersAction)).choices[a.cmd]
                 opts = [o for x in sub._actions for o in x.option_strings]
@@ -503,6 +546,8 @@ def main(argv=None) -> int:
                 sub.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
         except SystemExit as e:                  # usage errors (2), --help and --version (0): argparse has printed them
             return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+        if old is not None and signal.getsignal(signal.SIGINT) is _core_startup_handler():   # start-up is over: from here
+            signal.signal(signal.SIGINT, signal.default_int_handler)                       # Ctrl-C is a KeyboardInterrupt
         return COMMANDS[a.cmd](a) or 0
     except BrokenPipeError:                     # output piped into `head` etc.: not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 1
@@ -516,9 +561,15 @@ def main(argv=None) -> int:
         print(f"mint: error: {msg}{hint}", file=sys.stderr)
         return 1
     except (ValueError, OSError, RuntimeError, ArithmeticError, ImportError) as e:
+        if (s := _signal_behind(e)) is not None:
+            print(f"mint: {'terminated' if isinstance(s, Terminated) else 'interrupted'}", file=sys.stderr)
+            return 143 if isinstance(s, Terminated) else 130
         print(f"mint: error: {_one_line(e)}", file=sys.stderr)
         return 1
     except Exception as e:
+        if (s := _signal_behind(e)) is not None:        # a signal raised inside compiled code comes back as SystemError
+            print(f"mint: {'terminated' if isinstance(s, Terminated) else 'interrupted'}", file=sys.stderr)
+            return 143 if isinstance(s, Terminated) else 130
         if os.environ.get("MINT_DEBUG"): raise
         print(f"mint: error: internal error ({type(e).__name__}: {_one_line(e)}); MINT_DEBUG=1 shows the traceback", file=sys.stderr)
         return 1

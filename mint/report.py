@@ -13,12 +13,12 @@ from .core import ModelConfig, gpu_info
 from .vocab import Vocab
 from .model import param_specs, n_params
 from .checkpoint import atomic_write, load_checkpoint, runs_dir
-from .train import TrainConfig, plot_history, LiveCurves
+from .loop import TrainConfig
 
 # %% auto #0
-__all__ = ['FP32_PEAK', 'LM_PROMPTS', 'CHAT_PROMPTS', 'EMPTY_SAMPLE', 'param_table', 'model_flops_per_token', 'mfu', 'figure_svg',
-           'curves_figure', 'external_references', 'sample_texts', 'training_rows', 'render_report', 'write_report',
-           'demo_dir']
+__all__ = ['FP32_PEAK', 'LM_PROMPTS', 'CHAT_PROMPTS', 'EMPTY_SAMPLE', 'param_table', 'model_flops_per_token', 'mfu',
+           'plot_history', 'text_curve_line', 'LiveCurves', 'figure_svg', 'curves_figure', 'external_references',
+           'sample_texts', 'run_history', 'training_rows', 'render_report', 'write_report', 'demo_dir']
 
 # %% ../nbs/38_report.ipynb #2e6889bb
 def _component(name: str) -> str:
@@ -53,6 +53,60 @@ def mfu(tokens_per_s: float, cfg: ModelConfig, seq_len: int | None, device_name:
     "Model FLOPs utilisation against the FP32 peak of `device_name` (`FP32_PEAK`); None when the device is unknown."
     peak = next((v for k, v in FP32_PEAK.items() if device_name and k in device_name), None)
     return tokens_per_s * model_flops_per_token(cfg, seq_len) / peak if peak else None
+
+# %% ../nbs/38_report.ipynb #1c7da186
+import sys
+from tqdm.auto import tqdm
+from .core import figure_png, show_figures_in_ipython
+
+# %% ../nbs/38_report.ipynb #41c3778a
+def plot_history(hist: dict, fig=None, title: str | None = None):
+    "Training loss, validation loss (nats/token) and learning rate of a run's `hist` on a matplotlib `Figure` (new, or `fig` cleared)."
+    from matplotlib.figure import Figure
+    if fig is None: fig = Figure(figsize=(9, 3.2), layout="constrained"); show_figures_in_ipython()
+    fig.clear()
+    ax, ax_lr = fig.subplots(1, 2, width_ratios=[2.2, 1])
+    ax.plot(hist["step"], hist["loss"], lw=0.8, alpha=0.7, label="training loss")
+    if hist["val_loss"]: ax.plot(hist["val_step"], hist["val_loss"], "o-", ms=4, label="validation loss")
+    ax.set(xlabel="step", ylabel="loss (nats/token)", title=title or "loss")
+    ax.grid(alpha=0.3); ax.legend(loc="upper right")
+    ax_lr.plot(hist["step"], hist["lr"], color="C2")
+    ax_lr.set(xlabel="step", title="learning rate"); ax_lr.grid(alpha=0.3)
+    ax_lr.ticklabel_format(axis="y", style="sci", scilimits=(-2, 2))
+    return fig
+
+# %% ../nbs/38_report.ipynb #9f878ba8
+def text_curve_line(step: int, val: float, first: float, width: int = 40) -> str:
+    "One line of the text validation curve: step, loss, and a bar whose length is the loss relative to the first one."
+    n = max(1, round(width * val / first)) if math.isfinite(val) and first > 0 else 0
+    return f"step {step:>6}  val {val:7.3f}  " + "█" * min(n, 2 * width)
+
+# %% ../nbs/38_report.ipynb #e2d4626d
+class LiveCurves:
+    "Callback for `run_training`: in Jupyter one figure of loss, validation loss and lr redrawn in place (at most every `every` s); in a terminal a text line per validation."
+    def __init__(self, every: float = 2.0, title: str | None = None, notebook: bool | None = None):
+        from mint.core import _in_ipython
+        if notebook is None:
+            notebook = _in_ipython() and type(sys.modules["IPython"].get_ipython()).__name__ != "TerminalInteractiveShell"
+        self.every, self.title, self.notebook = every, title, notebook
+        self.handle, self.fig, self.last, self.first_val, self.draws = None, None, -math.inf, None, 0
+    def draw(self, hist: dict):
+        "Redraw the figure now (Jupyter: update the one displayed image in place)."
+        from IPython.display import display, Image
+        self.fig = plot_history(hist, self.fig, self.title)
+        img = Image(data=figure_png(self.fig))
+        if self.handle is None: self.handle = display(img, display_id=True)
+        else: self.handle.update(img)
+        self.last, self.draws = time.perf_counter(), self.draws + 1
+    def after_step(self, step: int, hist: dict):
+        if self.notebook and time.perf_counter() - self.last >= self.every: self.draw(hist)
+    def after_validate(self, step: int, hist: dict):
+        if self.notebook: return self.after_step(step, hist)
+        v = hist["val_loss"][-1]
+        if self.first_val is None: self.first_val = v
+        tqdm.write(text_curve_line(step, v, self.first_val))
+    def after_fit(self, step: int, hist: dict):
+        if self.notebook and hist["step"]: self.draw(hist)
 
 # %% ../nbs/38_report.ipynb #9ac92af6
 def figure_svg(fig) -> str:
@@ -126,6 +180,15 @@ def sample_texts(params, cfg: ModelConfig, vocab: Vocab, kind: str = "lm", promp
         out.append((p, text))
     return out
 
+# %% ../nbs/38_report.ipynb #970e4a98
+def run_history(d: Path) -> dict:
+    "A run folder's history: `history.json`, or — when a signal or a crash lost it — the copy inside its training state (as of the state's last save)."
+    from mint.checkpoint import STATE_NAME, load_train_state
+    if (d / "history.json").exists(): return json.loads((d / "history.json").read_text(encoding="utf-8"))
+    if (d / STATE_NAME).exists(): return load_train_state(d).history
+    raise FileNotFoundError(f"{d}: no history.json and no training state here, so this is not a finished mint run folder "
+                            f"(mint train writes them; mint list shows the runs)")
+
 # %% ../nbs/38_report.ipynb #4a0c53c1
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:1.5em auto;padding:0 1em;color:#222}
 h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}
@@ -198,9 +261,7 @@ def render_report(name: str, hist: dict, summary: dict, cfg: ModelConfig | None,
 def write_report(run_dir, summary: dict | None = None, prompts=None) -> Path:
     "Write `run_dir/report.html` from the run folder's files (`summary`, when given, is saved as `summary.json` first); returns its path."
     d = Path(run_dir)
-    if not (d / "history.json").exists():
-        raise FileNotFoundError(f"{d}: no history.json here, so this is not a finished mint run folder "
-                                f"(mint train writes one; mint list shows the runs)")
+    hist = run_history(d)                        # history.json, else the training state's copy; or one line
     if summary is not None:
         summary = dict(summary)
         if summary.get("device") == "cuda" and not summary.get("gpu"): summary["gpu"] = (gpu_info() or {}).get("device")
@@ -211,7 +272,6 @@ def write_report(run_dir, summary: dict | None = None, prompts=None) -> Path:
         atomic_write(d / "summary.json", lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=1, ensure_ascii=False)))
     elif (d / "summary.json").exists():
         summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
-    hist = json.loads((d / "history.json").read_text(encoding="utf-8"))
     summary = summary or {}
     cfg, meta, samples = None, {}, []
     if (d / "best.safetensors").exists():

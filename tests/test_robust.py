@@ -377,7 +377,8 @@ def test_not_enough_memory_is_found_before_training(tmp_path, capsys, monkeypatc
     code, out, err = run(["train", "--max", "100", "--steps", "2", "--batch-size", "100000000", "--out", tmp_path / "h",
                           "--no-progress"], capsys)
     assert "--batch-size" in one_line_error(code, err) and "model:" not in out   # a huge batch: before any batch is made
-    monkeypatch.setattr(T, "available_memory", lambda: 2**20)
+    import mint.loop as L                                                 # the CPU engine checks memory there
+    monkeypatch.setattr(L, "available_memory", lambda: 2**20)
     code, out, err = run(["train", "--max", "100", "--steps", "2", "--out", tmp_path / "r", *SMALL], capsys)
     msg = one_line_error(code, err)
     assert "GiB" in msg and "--batch-size" in msg and "done" not in out
