@@ -112,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--lr", type=_positive(float), default=None, help=f"peak learning rate (default {D.base_lr:g}, or 2e-4 with --init)")
     t.add_argument("--warmup", type=_number(int, 0), default=None, help="warmup steps (default steps/10, or steps/50 and >= 10 with --init)")
     t.add_argument("--weight-decay", type=_number(float, 0), default=D.weight_decay, help=f"AdamW decoupled weight decay (default {D.weight_decay:g})")
+    t.add_argument("--optimizer", default=D.optimizer, choices=["adam", "muon"], help=f"adam (default: AdamW on every parameter) or muon (Muon for the layers' weight matrices, AdamW for embedding, head, gains and biases; chapter 44_muon)")
     t.add_argument("--clip", type=_positive(float), default=D.max_grad_norm, help=f"global gradient-norm clip (default {D.max_grad_norm:g}, as in the report)")
     t.add_argument("--eval-every", type=_positive(int), default=D.eval_every, help=f"validate every N steps (default {D.eval_every})")
     t.add_argument("--max", type=_positive(int), default=None, dest="max_samples", help="use at most N samples of the corpus")
@@ -230,7 +231,7 @@ def _train(a):
     device = "cuda" if a.gpus else a.device
     tcfg = TrainConfig(steps=a.steps, batch_size=a.batch_size, seq_len=a.seq_len, lr=a.lr, warmup=a.warmup,
                        weight_decay=a.weight_decay, max_grad_norm=a.clip, eval_every=a.eval_every, seed=a.seed,
-                       time_limit=time_limit, finetune=bool(a.init))
+                       time_limit=time_limit, finetune=bool(a.init), optimizer=a.optimizer)
     return _outcome(train_corpus(a.data, preset_name, tcfg, a.out, init=a.init, max_samples=a.max_samples, device=device,
                                  root=a.root, progress=not a.no_progress, overwrite=a.overwrite,
                                  ranks=a.gpus or a.ranks or 1, grad_accum=a.grad_accum,

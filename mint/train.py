@@ -13,6 +13,7 @@ from .core import ModelConfig, figure_png, show_figures_in_ipython
 from .vocab import Vocab
 from .model import Workspace, ATTENTION, loss_forward, backward, n_params, views, workspace_bytes
 from .optim import AdamConfig, adam_step, grad_sumsq, lr_at, warmup_steps
+from .muon import OPTIMIZERS, optimizer_step
 from .checkpoint import (save_checkpoint, atomic_write, write_unit, read_info, read_unit, config_and_vocab,
                              checkpoint_meta, checkpoint_bytes, check_disk_space, RunLock, CheckpointError, STATE_NAME,
                              load_checkpoint)
@@ -41,9 +42,11 @@ class TrainConfig:
     seed: int = 0
     time_limit: float | None = None     # seconds; stop early (keeping the best checkpoint) when exceeded
     finetune: bool = False
+    optimizer: str = "adam"             # "adam": AdamW on every parameter; "muon": Muon for the layers' matrices, AdamW for the rest (mint.muon)
     attention: str = "auto"             # "unfused" (probabilities kept), "flash" (fused kernels, log-sum-exp kept), or
                                         # "auto": unfused on the CPU (NumPy), flash on a GPU (measured faster there)
     def __post_init__(self):
+        if self.optimizer not in OPTIMIZERS: raise ValueError(f"TrainConfig.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
         if self.attention not in ("auto", *ATTENTION): raise ValueError(f"TrainConfig.attention must be auto or one of {ATTENTION}, got {self.attention!r}")
         for k in ("steps", "batch_size", "eval_every", "eval_batches"):
             v = getattr(self, k)
@@ -116,6 +119,7 @@ class Engine:
             raise ValueError(f"params must be float32 of shape ({n_params(cfg)},), got {params.dtype} {params.shape}")
         self.params, self.cfg = params, cfg
         self.acfg = AdamConfig(lr=tcfg.base_lr, weight_decay=tcfg.weight_decay, max_grad_norm=tcfg.max_grad_norm)
+        self.optimizer_step = optimizer_step(tcfg.optimizer, cfg)     # the optimizer hook: adam_step, or mint.muon's muon_step
         self.ws = self.workspace(cfg, tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len, tcfg.attention)
         self.p = self.buffer(params)                                  # weights, then gradients and Adam's m, v
         self.g, self.m, self.v = (self.buffer(np.zeros_like(params)) for _ in range(3))
@@ -174,7 +178,7 @@ class CpuEngine(Engine):
     rejected = 0                                          # parameter updates Adam refused (non-finite or too large)
     def update(self, loss: float, lr: float, step: int) -> float:
         if math.isfinite(loss):
-            self.rejected += adam_step(self.p, self.g, self.m, self.v, lr, step, self.acfg, sumsq=grad_sumsq(self.g))
+            self.rejected += self.optimizer_step(self.p, self.g, self.m, self.v, lr, step, self.acfg, sumsq=grad_sumsq(self.g))
         return loss
     def accumulate(self, tot, loss: float, n: float) -> float: return (tot or 0.0) + loss * n
     def total(self, tot) -> float: return tot
@@ -285,7 +289,7 @@ def load_train_state(run) -> TrainState:
 def _effective(t: TrainConfig, cfg: ModelConfig) -> dict:
     "The settings that decide what each step does (a resumed run must keep them)."
     return dict(batch_size=t.batch_size, seq_len=t.seq_len or cfg.max_seq_len, lr=t.base_lr, warmup=t.warmup_steps,
-                weight_decay=t.weight_decay, max_grad_norm=t.max_grad_norm, seed=t.seed)
+                weight_decay=t.weight_decay, max_grad_norm=t.max_grad_norm, seed=t.seed, optimizer=t.optimizer)
 
 def check_resumable(st: TrainState, cfg: ModelConfig, vocab: Vocab, tcfg: TrainConfig):
     "ValueError unless a run with `cfg`, `vocab`, `tcfg` continues `st` (the model, vocabulary and step-defining settings agree; steps, eval_every, time_limit may change)."
