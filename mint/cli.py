@@ -9,8 +9,8 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['RESUME_MAY_SET', 'COMMANDS', 'MintParser', 'build_parser', 'run_progress', 'cmd_train', 'cmd_generate', 'cmd_chat',
-           'cmd_info', 'cmd_list', 'cmd_report', 'cmd_gpu', 'cmd_demo', 'cmd_export', 'check_failures', 'cmd_serve',
-           'Terminated', 'main']
+           'cmd_info', 'cmd_list', 'cmd_eval', 'cmd_report', 'cmd_gpu', 'cmd_demo', 'cmd_export', 'check_failures',
+           'cmd_serve', 'Terminated', 'main']
 
 # %% ../nbs/49_cli.ipynb #c6b84bda
 import difflib
@@ -150,6 +150,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("report", help="rebuild a run's HTML report", description="Rebuild RUN/report.html from the run folder's history, checkpoint and summary.")
     r.add_argument("run", help="run folder (holds history.json and best.safetensors), e.g. runs/peoples_daily")
+
+    ev = sub.add_parser("eval", help="score a run in nats/token, bits/char, bits/byte beside two floors",
+                        description="Score RUN's best checkpoint on its validation split (or on all of --data): nats per token, bits per character and bits per UTF-8 byte, beside the unigram entropy and lzma -9e's bits per byte on the same text.")
+    ev.add_argument("run", help="run folder or checkpoint (.safetensors)")
+    ev.add_argument("--data", default=None, help="score on all of this corpus or file instead of the run's validation split")
+    ev.add_argument("--root", default="data", help="folder searched for task data (default: data)")
+    ev.add_argument("--max", type=_positive(int), default=None, dest="max_samples", help="with --data: at most N samples")
+    ev.add_argument("--batch-size", type=_positive(int), default=16, help="sequences per forward (default 16)")
+    ev.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cpu (default) or cuda")
+    ev.add_argument("--json", action="store_true", help="print the numbers as one JSON object")
 
     sub.add_parser("gpu", help="show the CUDA GPU", description="Device name, memory, compute capability and numba versions, or 'no CUDA device found'.")
 
@@ -313,6 +323,13 @@ def cmd_list(a):
         if tmp and not holder:
             print(f"{d}: {len(tmp)} temp file(s) left by an interrupted save ({', '.join(p.name for p in tmp)}); the next run here removes them")
 
+def cmd_eval(a):
+    "mint eval: `mint.evaluate.eval_run` printed (or as JSON)."
+    import json
+    from mint.evaluate import eval_run, format_eval
+    r = eval_run(a.run, a.data, a.root, a.batch_size, a.device, a.max_samples)
+    print(json.dumps(r, ensure_ascii=False) if a.json else f"{r['checkpoint']} (step {r['step']}) on {r['text']}\n" + format_eval(r))
+
 def cmd_report(a):
     from mint.report import write_report
     print(write_report(a.run))
@@ -402,6 +419,7 @@ def cmd_serve(a):
 
 COMMANDS = dict(train=cmd_train, generate=cmd_generate, chat=cmd_chat, info=cmd_info, list=cmd_list, gpu=cmd_gpu, demo=cmd_demo,
                 report=cmd_report, export=cmd_export, serve=cmd_serve)
+COMMANDS["eval"] = cmd_eval
 
 # %% ../nbs/49_cli.ipynb #c4229198
 class Terminated(KeyboardInterrupt):

@@ -13,6 +13,7 @@ from .core import preset, get_device, ARCHS
 from .vocab import Vocab
 from .tokenizer import build_tokenizer, encode_corpus, tokenizer_kind, TOKENIZER_KINDS
 from .model import init_params, n_params
+from .evaluate import bits_summary, format_bits
 from .train import TrainConfig, train, check_memory
 
 # %% auto #0
@@ -230,6 +231,7 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
                data=summary, train_samples=len(train_s), val_samples=len(val_s), kind=kind, preset=spec["preset"],
                config=cfg.to_dict(), train_config={**asdict(tcfg), "base_lr": tcfg.base_lr, "warmup_steps": tcfg.warmup_steps})
     if kind == "lm": rep["unigram_entropy"] = D.unigram_entropy(va)
+    if kind == "lm" and math.isfinite(res.best_val): rep["bits"] = bits_summary(res.best_val, va, val_s)   # mint.evaluate
     if ranks > 1 or grad_accum > 1:
         ms = res.history.get("allreduce_ms", [])[1:]      # step 1 includes the communicator's first connection
         rep.update(ranks=ranks, grad_accum=grad_accum, allreduce_ms=float(np.mean(ms)) if ms else None)
@@ -264,6 +266,7 @@ def format_report(rep: dict) -> str:
     if "tokens_per_char" in rep and len(s) > 1:
         s[1] = s[1].replace("nats/char", "nats/token", 1)
         s.append(f"= {rep['val_loss'] * rep['tokens_per_char']:.3f} nats/char ({rep['tokens_per_char']:.3f} BPE tokens per character)")
+    if "bits" in rep: s.append(format_bits(rep["bits"]))
     if "unigram_entropy" in rep: s.append(f"unigram entropy of the same validation text: {rep['unigram_entropy']:.3f} nats/{'token' if 'tokens_per_char' in rep else 'char'}")
     if rep.get("ranks", 1) > 1 or rep.get("grad_accum", 1) > 1:
         ar = f"; all-reduce {rep['allreduce_ms']:.2f} ms per step" if rep.get("allreduce_ms") is not None else ""
