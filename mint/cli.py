@@ -52,6 +52,11 @@ def _positive(kind):
 
 _SEED = _number(int, 0)                         # NumPy's generators take seeds >= 0
 
+def _budget(text):
+    from mint.budget import parse_budget
+    try: return parse_budget(text)
+    except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
+
 def _add_sampling(p):
     p.add_argument("--temperature", type=_number(float, 0, note="0 = greedy"), default=0.7, help="softmax temperature >= 0; 0 = greedy (default 0.7)")
     p.add_argument("--top-k", type=_number(int, 0, note="0 = off"), default=50, help="keep the k most likely tokens; 0 = off (default 50)")
@@ -126,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     par.add_argument("--ranks", type=_positive(int), default=None, help="data parallel in N processes on any device; with --device cpu they use gloo (needs torch) — to test the machinery, not for speed")
     t.add_argument("--grad-accum", type=_positive(int), default=1, help="micro-batches per step on each rank (gradient accumulation): a global batch larger than fits at once (default 1)")
     t.add_argument("--time-limit", type=_number(float, 0, note="0 = none"), default=None, help="stop training after this many minutes, keeping the best checkpoint (default: none, the run does all its --steps; 0 = none; counts anew on --resume)")
+    t.add_argument("--budget", type=_budget, default=None, help="a time budget such as 5m, 90s or 1.5h: measure the step speed, then fix --steps so that the whole schedule and its validations end inside it (chapter 46_budget)")
     t.add_argument("--seed", type=_SEED, default=D.seed, help=f"random seed (default {D.seed})")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--overwrite", action="store_true", help="train into --out even if it already holds a checkpoint (it will be replaced)")
@@ -238,6 +244,8 @@ def _train(a):
     if a.init and a.preset is None: preset_name = None
     else: preset_name = a.preset or "tiny"
     if a.gpus and a.device == "cpu": raise ValueError("--gpus with --device cpu: use --ranks N for CPU processes")
+    if a.budget and (a.steps != _subparser_defaults("train")["steps"] or a.time_limit):
+        raise ValueError("--budget fixes the number of steps and the time limit itself: leave out --steps and --time-limit")
     device = "cuda" if a.gpus else a.device
     tcfg = TrainConfig(steps=a.steps, batch_size=a.batch_size, seq_len=a.seq_len, lr=a.lr, warmup=a.warmup,
                        weight_decay=a.weight_decay, max_grad_norm=a.clip, eval_every=a.eval_every, seed=a.seed,
@@ -245,7 +253,7 @@ def _train(a):
     return _outcome(train_corpus(a.data, preset_name, tcfg, a.out, init=a.init, max_samples=a.max_samples, device=device,
                                  root=a.root, progress=not a.no_progress, overwrite=a.overwrite,
                                  ranks=a.gpus or a.ranks or 1, grad_accum=a.grad_accum,
-                                 arch=a.arch, tokenizer=a.tokenizer, vocab_size=a.vocab_size))
+                                 arch=a.arch, tokenizer=a.tokenizer, vocab_size=a.vocab_size, budget=a.budget))
 
 def cmd_generate(a):
     import warnings
