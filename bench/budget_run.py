@@ -54,10 +54,11 @@ def torch_run(a, budget_s: float) -> dict:
     t0 = time.perf_counter()                       # measuring counts against the budget, as in mint.budget
     probe = copy.deepcopy(model); popt = make_opt(probe)
     sample = D.lm_batches(tr, B, T, np.random.default_rng(a.seed + 1))
-    for b in itertools.islice(sample, 2): step(probe, popt, b, 0.0)
-    t1 = time.perf_counter()
-    for b in itertools.islice(sample, 6): step(probe, popt, b, 0.0)
-    step_s = (time.perf_counter() - t1) / 6
+    for b in itertools.islice(sample, 3): step(probe, popt, b, 0.0)
+    times = []
+    for b in itertools.islice(sample, 8):
+        t1 = time.perf_counter(); step(probe, popt, b, 0.0); times.append(time.perf_counter() - t1)
+    step_s = float(np.median(times))               # as mint.budget.fit_budget
     t2 = time.perf_counter(); evaluate(probe, val, a.device, 2); val_batch_s = (time.perf_counter() - t2) / 2
     del probe, popt
     eval_batches = min(16, len(val))
@@ -70,6 +71,7 @@ def torch_run(a, budget_s: float) -> dict:
     for s in range(1, S + 1):
         step(model, opt, next(batches), lr_at(s - 1, S, a.lr, warm))
         if s % every == 0 and s < S: best = min(best, evaluate(model, val, a.device, eval_batches))
+        if time.perf_counter() - t0 > budget_s - len(val) * val_batch_s: S = s; break   # the safety net Mint's time limit is
     final = evaluate(model, val, a.device)
     secs = time.perf_counter() - t0
     best = min(best, final)
