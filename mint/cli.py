@@ -9,8 +9,8 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['CLI_ORIGINS', 'RESUME_MAY_SET', 'INSTALL', 'COMMANDS', 'MintParser', 'build_parser', 'finished_runs', 'run_progress',
-           'cmd_train', 'cmd_generate', 'cmd_chat', 'cmd_info', 'cmd_list', 'cmd_report', 'cmd_gpu', 'cmd_demo',
-           'cmd_export', 'check_failures', 'cmd_serve', 'Terminated', 'safe_console', 'main']
+           'cmd_train', 'cmd_generate', 'cmd_chat', 'cmd_info', 'cmd_list', 'cmd_eval', 'cmd_report', 'cmd_gpu',
+           'cmd_demo', 'cmd_export', 'check_failures', 'cmd_serve', 'Terminated', 'safe_console', 'main']
 
 # %% ../nbs/49_cli.ipynb #c6b84bda
 import difflib
@@ -51,6 +51,11 @@ def _positive(kind):
     return _number(kind, 0, lo_open=True)
 
 _SEED = _number(int, 0)                         # NumPy's generators take seeds >= 0
+
+def _budget(text):
+    from mint.budget import parse_budget
+    try: return parse_budget(text)
+    except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
 
 def _add_sampling(p):
     p.add_argument("--temperature", type=_number(float, 0, note="0 = greedy"), default=0.7, help="softmax temperature >= 0; 0 = greedy (default 0.7)")
@@ -125,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--lr", type=_positive(float), default=None, help=f"peak learning rate (default {D.base_lr:g}, or 2e-4 with --init)")
     t.add_argument("--warmup", type=_number(int, 0), default=None, help="warmup steps (default steps/10, or steps/50 and >= 10 with --init)")
     t.add_argument("--weight-decay", type=_number(float, 0), default=D.weight_decay, help=f"AdamW decoupled weight decay (default {D.weight_decay:g})")
+    t.add_argument("--optimizer", default=D.optimizer, choices=["adam", "muon"], help=f"adam (default: AdamW on every parameter) or muon (Muon for the layers' weight matrices, AdamW for embedding, head, gains and biases; chapter 44_muon)")
     t.add_argument("--clip", type=_positive(float), default=D.max_grad_norm, help=f"global gradient-norm clip (default {D.max_grad_norm:g}, as in the report)")
     t.add_argument("--eval-every", type=_positive(int), default=D.eval_every, help=f"validate every N steps (default {D.eval_every})")
     t.add_argument("--max", type=_positive(int), default=None, dest="max_samples", help="use at most N samples of the corpus")
@@ -140,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     par.add_argument("--ranks", type=_positive(int), default=None, help="data parallel in N processes on any device; with --device cpu they use gloo (needs torch) — to test the machinery, not for speed")
     t.add_argument("--grad-accum", type=_positive(int), default=1, help="micro-batches per step on each rank (gradient accumulation): a global batch larger than fits at once (default 1)")
     t.add_argument("--time-limit", type=_number(float, 0, note="0 = none"), default=None, help="stop training after this many minutes, keeping the best checkpoint (default: none, the run does all its --steps; 0 = none; counts anew on --resume)")
+    t.add_argument("--budget", type=_budget, default=None, help="a time budget such as 5m, 90s or 1.5h: measure the step speed, then fix --steps so that the whole schedule and its validations end inside it (chapter 46_budget)")
     t.add_argument("--seed", type=_SEED, default=D.seed, help=f"random seed (default {D.seed})")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--overwrite", action="store_true", help="train into --out even if it already holds a checkpoint (it will be replaced)")
@@ -166,6 +173,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("report", help="rebuild a run's HTML report", description="Rebuild RUN/report.html from the run folder's history, checkpoint and summary.")
     r.add_argument("run", help="run folder (holds history.json and best.safetensors), e.g. runs/peoples_daily")
+
+    ev = sub.add_parser("eval", help="score a run in nats/token, bits/char, bits/byte beside two floors",
+                        description="Score RUN's best checkpoint on its validation split (or on all of --data): nats per token, bits per character and bits per UTF-8 byte, beside the unigram entropy and lzma -9e's bits per byte on the same text.")
+    ev.add_argument("run", help="run folder or checkpoint (.safetensors)")
+    ev.add_argument("--data", default=None, help="score on all of this corpus or file instead of the run's validation split")
+    ev.add_argument("--root", default="data", help="folder searched for task data (default: data)")
+    ev.add_argument("--max", type=_positive(int), default=None, dest="max_samples", help="with --data: at most N samples")
+    ev.add_argument("--batch-size", type=_positive(int), default=16, help="sequences per forward (default 16)")
+    ev.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cpu (default) or cuda")
+    ev.add_argument("--json", action="store_true", help="print the numbers as one JSON object")
 
     sub.add_parser("gpu", help="show the CUDA GPU", description="Device name, memory, compute capability and numba versions, or 'no CUDA device found'.")
 
@@ -261,14 +278,17 @@ def _train(a):
     if a.init and a.preset is None: preset_name = None
     else: preset_name = a.preset or "tiny"
     if a.gpus and a.device == "cpu": raise ValueError("--gpus with --device cpu: use --ranks N for CPU processes")
+    if a.budget and (a.steps != _subparser_defaults("train")["steps"] or a.time_limit):
+        raise ValueError("--budget fixes the number of steps and the time limit itself: leave out --steps and --time-limit")
     device = "cuda" if a.gpus else a.device
     tcfg = TrainConfig(steps=a.steps, batch_size=a.batch_size, seq_len=a.seq_len, lr=a.lr, warmup=a.warmup,
                        weight_decay=a.weight_decay, max_grad_norm=a.clip, eval_every=a.eval_every, seed=a.seed,
-                       time_limit=time_limit, finetune=bool(a.init), precision=a.precision, recompute=a.recompute)
+                       time_limit=time_limit, finetune=bool(a.init), precision=a.precision, recompute=a.recompute,
+                       optimizer=a.optimizer)
     return _outcome(train_corpus(a.data, preset_name, tcfg, a.out, init=a.init, max_samples=a.max_samples, device=device,
                                  root=a.root, progress=not a.no_progress, overwrite=a.overwrite,
                                  ranks=a.gpus or a.ranks or 1, grad_accum=a.grad_accum,
-                                 arch=a.arch, tokenizer=a.tokenizer, vocab_size=a.vocab_size, origin="mint train"))
+                                 arch=a.arch, tokenizer=a.tokenizer, vocab_size=a.vocab_size, origin="mint train", budget=a.budget))
 
 def cmd_generate(a):
     import warnings
@@ -364,6 +384,13 @@ def cmd_list(a):
         tmp = temp_files(d)
         if tmp and not holder:
             print(f"{d}: {len(tmp)} temp file(s) left by an interrupted save ({', '.join(p.name for p in tmp)}); the next run here removes them")
+
+def cmd_eval(a):
+    "mint eval: `mint.evaluate.eval_run` printed (or as JSON)."
+    import json
+    from mint.evaluate import eval_run, format_eval
+    r = eval_run(a.run, a.data, a.root, a.batch_size, a.device, a.max_samples)
+    print(json.dumps(r, ensure_ascii=False) if a.json else f"{r['checkpoint']} (step {r['step']}) on {r['text']}\n" + format_eval(r))
 
 def cmd_report(a):
     from mint.report import write_report
@@ -468,6 +495,7 @@ def cmd_serve(a):
 
 COMMANDS = dict(train=cmd_train, generate=cmd_generate, chat=cmd_chat, info=cmd_info, list=cmd_list, gpu=cmd_gpu, demo=cmd_demo,
                 report=cmd_report, export=cmd_export, serve=cmd_serve)
+COMMANDS["eval"] = cmd_eval
 
 # %% ../nbs/49_cli.ipynb #21cccb92
 def _given_options(argv, cmd: str) -> set:

@@ -154,7 +154,7 @@ class GpuEngine(Engine):
     def update(self, loss, lr: float, step: int) -> float:
         grad_sumsq(self.g, out=self.sumsq)
         poison_if_nonfinite_kernel[launch(1, 1)](loss, self.sumsq)      # a non-finite loss makes Adam drop the step
-        adam_step(self.p, self.g, self.m, self.v, lr, step, self.acfg, sumsq=self.sumsq, rejected=self.rejected)
+        self.optimizer_step(self.p, self.g, self.m, self.v, lr, step, self.acfg, sumsq=self.sumsq, rejected=self.rejected)
         self.t_issued = time.perf_counter()                    # every launch of the step is queued (host time ends)
         loss.copy_to_host(self.loss_host)                      # 4 bytes down; waits for the step
         return float(self.loss_host[0])

@@ -11,10 +11,12 @@ from fastcore.basics import patch
 from .core import ModelConfig
 from .model import Workspace, ATTENTION, loss_forward, backward, n_params, views, workspace_bytes
 from .precision import PRECISIONS
+from .muon import OPTIMIZERS, optimizer_step
 from .optim import AdamConfig, adam_step, grad_sumsq, lr_at, warmup_steps
 
 # %% auto #0
-__all__ = ['STATE_KEYS', 'TrainConfig', 'available_memory', 'training_bytes', 'check_memory', 'Engine', 'CpuEngine', 'train_loop']
+__all__ = ['STATE_FORMAT', 'STATE_KEYS', 'TrainConfig', 'available_memory', 'training_bytes', 'check_memory', 'TrainState',
+           'save_train_state', 'load_train_state', 'check_resumable', 'Engine', 'CpuEngine', 'train_loop']
 
 # %% ../nbs/13_train.ipynb #ca260e74
 @dataclass
@@ -37,9 +39,11 @@ class TrainConfig:
                                         # "auto": unfused on the CPU (NumPy), flash on a GPU (measured faster there)
     precision: str = "fp32"             # "bf16": bf16 GEMM operands, fp32 accumulate, masters and the rest fp32 (mint.precision)
     recompute: bool = False             # keep one block input per layer, recompute the block in the backward (less memory)
+    optimizer: str = "adam"             # "adam": AdamW on every parameter; "muon": Muon for the layers' matrices, AdamW for the rest (mint.muon)
     def __post_init__(self):
         if self.attention not in ("auto", *ATTENTION): raise ValueError(f"TrainConfig.attention must be auto or one of {ATTENTION}, got {self.attention!r}")
         if self.precision not in PRECISIONS: raise ValueError(f"TrainConfig.precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.optimizer not in OPTIMIZERS: raise ValueError(f"TrainConfig.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
         for k in ("steps", "batch_size", "eval_every", "eval_batches"):
             v = getattr(self, k)
             if v is not None and int(v) <= 0: raise ValueError(f"TrainConfig.{k} must be > 0, got {v}")
@@ -83,6 +87,66 @@ def check_memory(cfg: ModelConfig, batch_size: int, seq_len: int, available: int
                           f"({n_params(cfg):,} parameters), but {avail / 2**30:,.2f} GiB is available: lower --batch-size "
                           f"or --seq-len, or pick a smaller --preset")
 
+# %% ../nbs/13_train.ipynb #1f324251
+STATE_FORMAT = "mint-train-state-v1"
+
+@dataclass
+class TrainState:
+    "What a resumed run needs: `arrays` (params, adam_m, adam_v), `step` reached, `tcfg`, model `config`, `vocab`, `meta`, `history`, best so far."
+    step: int
+    tcfg: TrainConfig
+    config: ModelConfig
+    vocab: Vocab
+    meta: dict
+    history: dict
+    best_val: float
+    best_step: int | None
+    arrays: dict
+    path: Path | None = None
+
+def save_train_state(folder, st: TrainState) -> Path:
+    "Write `st` to `folder/train_state.safetensors` atomically (arrays as tensors, the rest in the header, with a checksum)."
+    info = dict(format=STATE_FORMAT, step=int(st.step), train_config=asdict(st.tcfg), config=st.config.to_dict(),
+                vocab=st.vocab.to_dict(), meta=st.meta, history=st.history, best_val=float(st.best_val),
+                best_step=st.best_step, saved_at=datetime.datetime.now().isoformat(timespec="seconds"))
+    return write_unit(Path(folder) / STATE_NAME, st.arrays, info)
+
+def load_train_state(run) -> TrainState:
+    "Read a run's training state (`run`: the run folder or the file), checked (names, shapes, float32, checksum, finite); `CheckpointError` with a one-line reason."
+    path = Path(run)
+    if path.is_dir() or not path.suffix: path = path / STATE_NAME
+    if not path.exists():
+        raise CheckpointError(f"{path}: no training state (a run writes it at each validation and when it stops): nothing to resume")
+    info = read_info(path)
+    if info.get("format") != STATE_FORMAT: raise CheckpointError(f"{path}: not a Mint training state (format {info.get('format')!r})")
+    if "checksum" not in info: raise CheckpointError(f"{path}: the header has no checksum")
+    cfg, vocab = config_and_vocab(path, info)
+    arrays = read_unit(path, {k: (n_params(cfg),) for k in STATE_KEYS}, info=info)
+    for k, a in arrays.items():
+        bad = int(a.size - np.count_nonzero(np.isfinite(a)))
+        if bad: raise CheckpointError(f"{path}: {bad:,} values of {k} are NaN or infinite; this state cannot be resumed")
+    try:
+        return TrainState(int(info["step"]), TrainConfig.from_dict(info["train_config"]), cfg, vocab, info.get("meta", {}),
+                          info["history"], float(info["best_val"]), info.get("best_step"), arrays, path)
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: bad training state header ({type(e).__name__}: {e})") from None
+
+def _effective(t: TrainConfig, cfg: ModelConfig) -> dict:
+    "The settings that decide what each step does (a resumed run must keep them)."
+    return dict(batch_size=t.batch_size, seq_len=t.seq_len or cfg.max_seq_len, lr=t.base_lr, warmup=t.warmup_steps,
+                weight_decay=t.weight_decay, max_grad_norm=t.max_grad_norm, seed=t.seed, optimizer=t.optimizer)
+
+def check_resumable(st: TrainState, cfg: ModelConfig, vocab: Vocab, tcfg: TrainConfig):
+    "ValueError unless a run with `cfg`, `vocab`, `tcfg` continues `st` (the model, vocabulary and step-defining settings agree; steps, eval_every, time_limit may change)."
+    where = st.path.parent if st.path else "the run"
+    if st.config != cfg: raise ValueError(f"cannot resume {where}: its model is {st.config}, not {cfg}")
+    if st.vocab != vocab: raise ValueError(f"cannot resume {where}: its vocabulary differs from this one")
+    a, b = _effective(st.tcfg, cfg), _effective(tcfg, cfg)
+    for k in a:
+        if a[k] != b[k]:
+            raise ValueError(f"cannot resume {where}: {k} was {a[k]!r}, now {b[k]!r}; resume with the run's own settings, "
+                             f"or start a new run from its weights with --init")
+
 # %% ../nbs/13_train.ipynb #e2a1c001
 STATE_KEYS = ("params", "adam_m", "adam_v")
 
@@ -95,6 +159,7 @@ class Engine:
             raise ValueError(f"params must be float32 of shape ({n_params(cfg)},), got {params.dtype} {params.shape}")
         self.params, self.cfg = params, cfg
         self.acfg = AdamConfig(lr=tcfg.base_lr, weight_decay=tcfg.weight_decay, max_grad_norm=tcfg.max_grad_norm)
+        self.optimizer_step = optimizer_step(tcfg.optimizer, cfg)     # the optimizer hook: adam_step, or mint.muon's muon_step
         self.ws = self.workspace(cfg, tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len, tcfg.attention, tcfg.precision, tcfg.recompute)
         self.p = self.buffer(params)                                  # weights, then gradients and Adam's m, v
         self.g, self.m, self.v = (self.buffer(np.zeros_like(params)) for _ in range(3))
@@ -135,7 +200,7 @@ class CpuEngine(Engine):
     rejected = 0                                          # parameter updates Adam refused (non-finite or too large)
     def update(self, loss: float, lr: float, step: int) -> float:
         if math.isfinite(loss):
-            self.rejected += adam_step(self.p, self.g, self.m, self.v, lr, step, self.acfg, sumsq=grad_sumsq(self.g))
+            self.rejected += self.optimizer_step(self.p, self.g, self.m, self.v, lr, step, self.acfg, sumsq=grad_sumsq(self.g))
         return loss
     def accumulate(self, tot, loss: float, n: float) -> float: return (tot or 0.0) + loss * n
     def total(self, tot) -> float: return tot

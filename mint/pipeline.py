@@ -13,7 +13,8 @@ from .core import preset, get_device, ARCHS
 from .vocab import Vocab
 from .tokenizer import build_tokenizer, encode_corpus, tokenizer_kind, TOKENIZER_KINDS
 from .model import init_params, n_params
-from .train import TrainConfig, train, check_memory
+from .evaluate import bits_summary, format_bits
+from .train import TrainConfig, train, check_memory, CpuEngine
 
 # %% auto #0
 __all__ = ['RESUMABLE_CHANGES', 'REPLACED_FILES', 'load_samples', 'default_run_dir', 'check_out_dir', 'data_fingerprint',
@@ -85,7 +86,8 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
                  out_dir=None, init=None, max_samples: int | None = None, device: str = "auto",
                  root="data", val_frac: float = 0.05, progress: bool = True, log=print, overwrite: bool = False,
                  control=None, on_end=(), callbacks=(), ranks: int = 1, grad_accum: int = 1,
-                 arch: str | None = None, tokenizer: str = "char", vocab_size: int | None = None, origin: str | None = None) -> dict:
+                 arch: str | None = None, tokenizer: str = "char", vocab_size: int | None = None, origin: str | None = None,
+                 budget: float | None = None) -> dict:
     "Train on a corpus end to end (load, split, vocab, model, train, report) into `out_dir` (default `default_run_dir(data)`); returns the report dict (with `exit_code`). `ranks` > 1: data parallel in that many processes (`mint.distributed`); `grad_accum` micro-batches per step; `origin` ('mint train', 'mint demo') is kept in the checkpoints' meta (`run.origin`): `mint generate`/`chat` pick only such runs without --ckpt. See `mint train --help`."
     from mint import distributed as dist
     from mint.checkpoint import load_checkpoint, check_output, RunLock, STATE_NAME
@@ -125,7 +127,7 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
                     max_samples=max_samples, val_frac=val_frac, preset=preset_name, init=str(init) if init else None,
                     arch=arch, tokenizer=tokenizer, vocab_size=vocab_size, origin=origin)
         return _train_run(spec, tcfg, out_dir, dev, progress, log, control, on_end, t_start, ck=ck, callbacks=callbacks,
-                          env=env, grad_accum=grad_accum, replace=first and overwrite)
+                          env=env, grad_accum=grad_accum, replace=first and overwrite, budget=budget)
 
 RESUMABLE_CHANGES = ("steps", "time_limit", "eval_every", "eval_batches")
 
@@ -171,7 +173,8 @@ def resume_corpus(run, device: str = "auto", progress: bool = True, log=print, c
 def _note(s): print(s, file=sys.stderr)
 
 def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress, log, control, on_end, t_start, callbacks=(),
-               ck=None, state=None, env=None, grad_accum: int = 1, replace: bool = False) -> dict:
+               ck=None, state=None, env=None, grad_accum: int = 1, replace: bool = False,
+               budget: float | None = None) -> dict:
     "The part of `train_corpus` and `resume_corpus` after the checks: data, vocabulary, model, training, report. `replace` (`--overwrite`): an earlier run's files in `out_dir` are set aside only now, when everything has been checked, and come back if the new run saves nothing."
     from mint import data as D
     kind, samples, source, summary = load_samples(spec["data"], spec["root"], spec["max_samples"])
@@ -208,6 +211,15 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
         batches = D.chat_batches(train_s, vocab, tcfg.batch_size, T, rng, pack=True, dropped=dropped)
         val = list(D.chat_eval_batches(val_s, vocab, tcfg.batch_size, T, pack=True, dropped=dropped))
     if dropped: log(_dropped_note(dropped, "split and window: "))
+    plan = None
+    if budget is not None:                                  # mint.budget: measure the speed, then fix the steps to fit
+        if kind != "lm" or env is not None or grad_accum > 1: raise ValueError("--budget is for one process training on plain text")
+        from mint.budget import fit_budget
+        if dev == "cuda": from mint.gpu_train import GpuEngine as Eng
+        else: Eng = CpuEngine
+        make = lambda t: Eng(params.copy(), cfg, t)
+        tcfg, plan = fit_budget(make, tcfg, D.lm_batches(tr, tcfg.batch_size, T, np.random.default_rng(tcfg.seed + 1)), val, budget)
+        log(plan.line())
     log(f"model: {n_params(cfg):,} parameters {cfg}; vocab {len(vocab):,} {'chars' if tokenizer_kind(vocab) == 'char' else 'BPE tokens'}")
     log(f"run folder: {out_dir}")
     meta = state.meta if state is not None else dict(data=source, kind=kind, preset=spec["preset"], init=spec["init"],
@@ -236,6 +248,8 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
                data=summary, train_samples=len(train_s), val_samples=len(val_s), kind=kind, preset=spec["preset"],
                config=cfg.to_dict(), train_config={**asdict(tcfg), "base_lr": tcfg.base_lr, "warmup_steps": tcfg.warmup_steps})
     if kind == "lm": rep["unigram_entropy"] = D.unigram_entropy(va)
+    if plan is not None: rep["budget"] = dict(dataclasses.asdict(plan), line=plan.line())
+    if kind == "lm" and math.isfinite(res.best_val): rep["bits"] = bits_summary(res.best_val, va, val_s)   # mint.evaluate
     if ranks > 1 or grad_accum > 1:
         ms = res.history.get("allreduce_ms", [])[1:]      # step 1 includes the communicator's first connection
         rep.update(ranks=ranks, grad_accum=grad_accum, allreduce_ms=float(np.mean(ms)) if ms else None)
@@ -270,6 +284,8 @@ def format_report(rep: dict) -> str:
     if "tokens_per_char" in rep and len(s) > 1:
         s[1] = s[1].replace("nats/char", "nats/token", 1)
         s.append(f"= {rep['val_loss'] * rep['tokens_per_char']:.3f} nats/char ({rep['tokens_per_char']:.3f} BPE tokens per character)")
+    if "bits" in rep: s.append(format_bits(rep["bits"]))
+    if "budget" in rep: s.append(rep["budget"]["line"])
     if "unigram_entropy" in rep: s.append(f"unigram entropy of the same validation text: {rep['unigram_entropy']:.3f} nats/{'token' if 'tokens_per_char' in rep else 'char'}")
     if rep.get("ranks", 1) > 1 or rep.get("grad_accum", 1) > 1:
         ar = f"; all-reduce {rep['allreduce_ms']:.2f} ms per step" if rep.get("allreduce_ms") is not None else ""

@@ -44,7 +44,7 @@ def notify(callbacks, event: str, step: int, hist: dict):
 def _effective(t: TrainConfig, cfg: ModelConfig) -> dict:
     "The settings that decide what each step does (a resumed run must keep them)."
     return dict(batch_size=t.batch_size, seq_len=t.seq_len or cfg.max_seq_len, lr=t.base_lr, warmup=t.warmup_steps,
-                weight_decay=t.weight_decay, max_grad_norm=t.max_grad_norm, seed=t.seed)
+                weight_decay=t.weight_decay, max_grad_norm=t.max_grad_norm, seed=t.seed, optimizer=t.optimizer)
 
 def check_resumable(st: TrainState, cfg: ModelConfig, vocab: Vocab, tcfg: TrainConfig):
     "ValueError unless a run with `cfg`, `vocab`, `tcfg` continues `st` (the model, vocabulary and step-defining settings agree; steps, eval_every, time_limit may change)."

@@ -1,0 +1,117 @@
+"""Mint against its PyTorch peer under one time budget: the same data, tokenizer, model, batch and budget; each side
+measures its own step speed and fits its whole schedule (warmup + cosine, periodic and final validation) inside the
+budget; the headline is the best validation bits per UTF-8 byte.
+
+    nice -n 10 python bench/budget_run.py --budget 10m                  # 2-core CPU, tiny, People's Daily
+    python bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64
+
+Mint runs `mint.pipeline.train_corpus(..., budget=...)` (what `mint train --budget` runs). The peer is
+bench/torch_model.py's `MintTorch` (same initial weights by name, Adam β 0.9/0.999, clip 50, `mint.optim.lr_at`),
+timed the same way (`mint.budget.fit`-style: a throwaway copy for a few steps, then `mint.budget.plan_steps`). Both
+bits/byte come from `mint.evaluate.bits_summary` on the same validation text. Appends a record to
+bench/results/budget_run.jsonl and prints a table.
+"""
+from __future__ import annotations
+import argparse, copy, itertools, math, sys, tempfile, time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchlib  # noqa: E402  (puts the repo root on sys.path)
+import numpy as np  # noqa: E402
+from mint import data as D  # noqa: E402
+from mint.budget import parse_budget, plan_steps  # noqa: E402
+from mint.core import preset, seed_everything  # noqa: E402
+from mint.evaluate import bits_summary  # noqa: E402
+from mint.model import init_params  # noqa: E402
+from mint.optim import lr_at, warmup_steps  # noqa: E402
+from mint.pipeline import train_corpus  # noqa: E402
+from mint.tokenizer import build_tokenizer, encode_corpus  # noqa: E402
+from mint.train import TrainConfig  # noqa: E402
+
+
+def torch_run(a, budget_s: float) -> dict:
+    "The peer: measure, plan, train, validate; returns its numbers (bits from the same validation text as Mint's)."
+    import torch
+    from torch_model import MintTorch, load_flat, batch_to_torch, loss_of_batch
+    from torch_train_peoples_daily import evaluate
+    t_start = time.perf_counter()
+    train_s, val_s = D.split_tail(D.load_peoples_daily(max_lines=a.max_lines), 0.05)
+    vocab = build_tokenizer(a.tokenizer, train_s, a.vocab_size)
+    cfg = preset(a.preset, len(vocab))
+    T, B = cfg.max_seq_len, a.batch_size
+    seed_everything(a.seed); torch.manual_seed(a.seed)
+    tr, va = encode_corpus(train_s, vocab), encode_corpus(val_s, vocab)
+    val = list(D.lm_eval_batches(va, B, T))
+    model = load_flat(MintTorch(cfg, "sdpa"), init_params(cfg, a.seed), cfg).to(a.device)
+
+    def make_opt(m): return torch.optim.Adam(m.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8)
+    def step(m, opt, b, lr):
+        for g in opt.param_groups: g["lr"] = lr
+        loss = loss_of_batch(m, batch_to_torch(b, a.device))
+        opt.zero_grad(set_to_none=True); loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 50.0); opt.step()
+        return loss.item()
+    t0 = time.perf_counter()                       # measuring counts against the budget, as in mint.budget
+    probe = copy.deepcopy(model); popt = make_opt(probe)
+    sample = D.lm_batches(tr, B, T, np.random.default_rng(a.seed + 1))
+    for b in itertools.islice(sample, 3): step(probe, popt, b, 0.0)
+    t1, n = time.perf_counter(), 0
+    for b in sample:                               # as mint.budget.fit_budget: >= 8 steps and 5% of the budget (<= 30 s)
+        step(probe, popt, b, 0.0); n += 1
+        if n >= 8 and time.perf_counter() - t1 >= min(0.05 * budget_s, 30.0): break
+    step_s = (time.perf_counter() - t1) / n
+    t2 = time.perf_counter(); evaluate(probe, val, a.device, 2); val_batch_s = (time.perf_counter() - t2) / 2
+    del probe, popt
+    eval_batches = min(16, len(val))
+    left = budget_s - (time.perf_counter() - t0)
+    S = plan_steps(left, step_s, val_batch_s, 10**9, eval_batches, len(val))
+    every = max(S // 5, 1)
+    S = plan_steps(left, step_s, val_batch_s, every, eval_batches, len(val))
+    opt, warm, best = make_opt(model), warmup_steps(S), math.inf
+    batches = D.lm_batches(tr, B, T, np.random.default_rng(a.seed))
+    for s in range(1, S + 1):
+        step(model, opt, next(batches), lr_at(s - 1, S, a.lr, warm))
+        if s % every == 0 and s < S: best = min(best, evaluate(model, val, a.device, eval_batches))
+        if time.perf_counter() - t0 > budget_s - len(val) * val_batch_s: S = s; break   # the safety net Mint's time limit is
+    final = evaluate(model, val, a.device)
+    secs = time.perf_counter() - t0
+    best = min(best, final)
+    return dict(side="PyTorch", steps=S, step_s=step_s, seconds=secs, total_seconds=time.perf_counter() - t_start,
+                val_loss=final, **bits_summary(final, va, val_s))
+
+
+def mint_run(a, budget_s: float) -> dict:
+    t0 = time.perf_counter()
+    rep = train_corpus("peoples_daily", a.preset, TrainConfig(batch_size=a.batch_size, lr=a.lr, seed=a.seed),
+                       Path(tempfile.mkdtemp()) / "run", max_samples=a.max_lines, device=a.device, progress=False,
+                       log=lambda *x, **k: None, tokenizer=a.tokenizer, vocab_size=a.vocab_size, budget=budget_s)
+    b = rep["budget"]
+    return dict(side="Mint", steps=b["steps"], step_s=b["step_s"], seconds=b["spent_s"] + rep["train_seconds"],
+                total_seconds=time.perf_counter() - t0, val_loss=rep["last_val_loss"], **rep["bits"])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--budget", default="10m")
+    ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--tokenizer", default="char", choices=["char", "bpe"])
+    ap.add_argument("--vocab-size", type=int, default=None)
+    ap.add_argument("--max", type=int, default=None, dest="max_lines", help="first N lines of the corpus (default all)")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    budget_s = parse_budget(a.budget)
+    rows = [mint_run(a, budget_s), torch_run(a, budget_s)]
+    path = benchlib.record("budget_run", dict(bench="budget_run", budget_s=budget_s, args=vars(a),
+                                              host=benchlib.host_info(a.device), rows=rows))
+    print(benchlib.table(rows, [("side", "side", ""), ("steps", "steps", ","), ("step_s", "s/step", ".3f"),
+                                ("seconds", "budget used (s)", ".0f"), ("val_loss", "val (nats/token)", ".4f"),
+                                ("bits_per_byte", "bits/byte", ".4f"), ("unigram_bits_per_byte", "unigram", ".4f"),
+                                ("lzma_bits_per_byte", "lzma -9e", ".4f")]))
+    print(f"recorded in {path.relative_to(benchlib.ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
