@@ -333,7 +333,7 @@ def check_tokenizer_options(ck, init, arch, tokenizer: str, vocab_size) -> None:
 from dataclasses import dataclass, field
 from .core import ModelConfig
 from .checkpoint import load_checkpoint, runs_dir
-from .train import plot_history, LiveCurves
+from .report import plot_history, LiveCurves
 
 # %% ../nbs/37_pipeline.ipynb #c75d1c27
 @dataclass
