@@ -103,8 +103,9 @@ def test_the_new_checks_fire_on_a_real_chapter_with_its_figures_wiped(tmp_path):
 import ast
 
 # Circles another helper is removing; the lead empties this set when their branch is merged.
-PENDING_CIRCLES = {
-    frozenset({"matmul", "gemm"}),      # tc-gemm (issue 21 item 9): mint.matmul._gemm and mint.gemm import each other
+PENDING_CIRCLES = {   # left by the merges of 2026-12-02 (both through imports inside functions); to be removed next
+    frozenset({"gemm", "matmul", "precision"}),   # launch_gemm's bf16 fallback imports mint.precision, whose gemm_bf16 calls launch_gemm
+    frozenset({"evaluate", "pipeline"}),          # the training summary prints bits per byte; eval_run reads corpora through the pipeline
 }
 
 
