@@ -15,8 +15,8 @@ TIMES = ROOT / "bench" / "results" / "notebook_times.json"
 def part_of(name: str):
     "'I', 'II' or 'III' for a chapter (`04_matmul`, `nbs/04_matmul.ipynb`), None for others (index, scratch)."
     stem = Path(name).stem
-    num = stem.split("_", 1)[0]
-    if not num.isdigit(): return None
+    num = stem.split("_", 1)[0].rstrip("abcdefghijklmnopqrstuvwxyz")    # 20a_cublas, 36a_controls: their chapter's part
+    if not num.isdigit() or num != stem[:len(num)]: return None
     return next((p for p, (a, b, _) in PARTS.items() if a <= int(num) <= b), None)
 
 
