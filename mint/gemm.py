@@ -524,13 +524,13 @@ _RUNNERS[5] = run_v5
 # %% ../nbs/20_gemm_ladder.ipynb #4617afa7
 GEMM_PROVIDERS = ("mint", "cublas", "cublas-tf32", "cublas-bf16", "tc")
 _provider = "mint"
-BF16_PROVIDERS: tuple = ("cublas-bf16", "tc")     # providers that multiply bf16 (uint16) operands themselves; the others get the fallback
+BF16_PROVIDERS: tuple = ("cublas-bf16", "tc")     # providers that multiply bf16 (uint16) operands themselves (mint.precision widens them for the others)
 
 def launch_gemm(a, b, out, bias, trans_a: bool, trans_b: bool):
     "C = op(a)·op(b) (+ bias) on device arrays with the current GEMM provider: a, b float32 or bf16 (uint16), C float32; allocates `out` when None; returns it."
     if np.dtype(a.dtype) == np.uint16 and _provider not in BF16_PROVIDERS:
-        from mint.precision import widen_operands   # the fallback: exact bf16 -> float32 copies
-        a, b = widen_operands(a, b)
+        raise ValueError(f"gemm: bf16 (uint16) operands need a bf16 provider ({', '.join(BF16_PROVIDERS)}), not {_provider!r}; "
+                         "mint.precision.gemm_bf16 widens them exactly for the others")
     M, K, N = gemm_dims(a, b, trans_a, trans_b, "gemm", dtypes=(np.float32, np.uint16))
     if out is a or out is b: raise ValueError("out must not be an input: blocks would overwrite tiles that others still read")
     if out is None: out = cuda.device_array((M, N), dtype=np.float32)

@@ -10,6 +10,7 @@ import ml_dtypes
 from numba import cuda, uint32
 from .kernels import check_args, grid1d
 from .matmul import bias_grad
+from .gemm import launch_gemm, get_gemm_provider, BF16_PROVIDERS
 
 # %% auto #0
 __all__ = ['QNAN_BF16', 'PRECISIONS', 'round_bits_ref', 'to_bf16_ref', 'from_bf16_ref', 'to_bf16_kernel', 'from_bf16_kernel',
@@ -96,7 +97,7 @@ def gemm_bf16(a, b, out=None, bias=None, trans_a: bool = False, trans_b: bool = 
         out = np.matmul(A.T if trans_a else A, B.T if trans_b else B, out=out)
         if bias is not None: out += bias
         return out
-    from mint.gemm import launch_gemm            # imported here: mint.gemm's fallback imports this module
+    if get_gemm_provider() not in BF16_PROVIDERS: a, b = widen_operands(a, b)   # the fallback: exact float32 copies
     return launch_gemm(a, b, out, bias, trans_a, trans_b)
 
 def linear_bf16(x16, w16, b=None, out=None):

@@ -40,16 +40,18 @@ def test_gemm_ladder_script_runs_tiny_in_the_simulator(tmp_path):
     assert "| GEMM (M×N×K) |" in r.stdout
 
 
-def test_launch_gemm_bf16_operands_on_a_float32_provider_are_widened_exactly():
-    "bf16 (uint16) operands with provider 'mint' (v5 multiplies float32) are widened exactly into float32 scratch: the result is the product of the rounded operands."
+def test_bf16_operands_on_a_float32_provider_are_widened_exactly():
+    "bf16 (uint16) operands: launch_gemm with provider 'mint' (v5 multiplies float32) refuses them, naming the bf16 providers; mint.precision.gemm_bf16 widens them exactly and the result is the product of the rounded operands."
     from mint import gemm as G
-    from mint.precision import to_bf16, from_bf16
+    from mint.precision import to_bf16, from_bf16, gemm_bf16
     from numba import cuda
     import numpy as np
     r = np.random.default_rng(0)
     x, w = to_bf16(r.standard_normal((5, 8), dtype=np.float32)), to_bf16(r.standard_normal((3, 8), dtype=np.float32))
     with G.gemm_provider("mint"):
-        y = G.launch_gemm(cuda.to_device(x), cuda.to_device(w), None, None, False, True).copy_to_host()
+        with pytest.raises(ValueError, match="need a bf16 provider"):
+            G.launch_gemm(cuda.to_device(x), cuda.to_device(w), None, None, False, True)
+        y = gemm_bf16(cuda.to_device(x), cuda.to_device(w), trans_b=True).copy_to_host()
     exact = from_bf16(x).astype(np.float64) @ from_bf16(w).astype(np.float64).T
     assert np.abs(y - exact).max() / np.abs(exact).max() < 1e-6
     with pytest.raises(ValueError, match="must be float32 or uint16"):

@@ -104,7 +104,6 @@ import ast
 
 # Circles another helper is removing; the lead empties this set when their branch is merged.
 PENDING_CIRCLES = {   # left by the merges of 2026-12-02 (both through imports inside functions); to be removed next
-    frozenset({"gemm", "matmul", "precision"}),   # launch_gemm's bf16 fallback imports mint.precision, whose gemm_bf16 calls launch_gemm
     frozenset({"evaluate", "pipeline"}),          # the training summary prints bits per byte; eval_run reads corpora through the pipeline
 }
 
