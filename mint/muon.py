@@ -51,7 +51,7 @@ class MuonConfig:
         return self.lr_ratio * (0.2 * math.sqrt(max(m, n)) if self.adjust == "match_rms_adamw" else math.sqrt(max(1, m / n)))
 
 # %% ../nbs/44_muon.ipynb #82bdf32b
-@cuda.jit
+@cuda.jit(cache=True)
 def momentum_kernel(g, buf, u, scale, mu, nesterov):
     "buf ← μ·buf + (1-μ)·scale·g; u ← (1-μ)·scale·g + μ·buf (Nesterov) or buf; flat float32, float64 math."
     for i in range(cuda.grid(1), g.size, cuda.gridsize(1)):
@@ -61,14 +61,14 @@ def momentum_kernel(g, buf, u, scale, mu, nesterov):
         u[i] = (1.0 - mu) * gi + mu * b if nesterov else b
 
 # %% ../nbs/44_muon.ipynb #f10502bc
-@cuda.jit
+@cuda.jit(cache=True)
 def axpby_kernel(x, y, out, alpha, beta):
     "out ← α·x + β·y (flat; out may be x or y)."
     for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
         out[i] = alpha * x[i] + beta * y[i]
 
 # %% ../nbs/44_muon.ipynb #147a7507
-@cuda.jit
+@cuda.jit(cache=True)
 def normalize_kernel(x, sumsq, eps):
     "x ← x / max(√sumsq[0], eps) in place (sumsq: the device Σx² from `grad_sumsq`)."
     inv = 1.0 / max(math.sqrt(sumsq[0]), eps)
@@ -76,7 +76,7 @@ def normalize_kernel(x, sumsq, eps):
         x[i] = x[i] * inv
 
 # %% ../nbs/44_muon.ipynb #13f4a700
-@cuda.jit
+@cuda.jit(cache=True)
 def apply_kernel(p, o, lr, decay):
     "p ← decay·p − lr·o (flat)."
     for i in range(cuda.grid(1), p.size, cuda.gridsize(1)):
