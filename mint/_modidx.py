@@ -123,6 +123,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                           'mint.cli.cmd_train': ('cli.html#cmd_train', 'mint/cli.py'),
                           'mint.cli.finished_runs': ('cli.html#finished_runs', 'mint/cli.py'),
                           'mint.cli.main': ('cli.html#main', 'mint/cli.py'),
+                          'mint.cli.run_failed': ('cli.html#run_failed', 'mint/cli.py'),
                           'mint.cli.run_progress': ('cli.html#run_progress', 'mint/cli.py'),
                           'mint.cli.safe_console': ('cli.html#safe_console', 'mint/cli.py')},
             'mint.controls': { 'mint.controls.BackgroundRun': ('controls.html#backgroundrun', 'mint/controls.py'),

@@ -8,9 +8,9 @@ import argparse, sys
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['CLI_ORIGINS', 'RESUME_MAY_SET', 'INSTALL', 'COMMANDS', 'MintParser', 'build_parser', 'finished_runs', 'run_progress',
-           'cmd_train', 'cmd_generate', 'cmd_chat', 'cmd_info', 'cmd_list', 'cmd_eval', 'cmd_report', 'cmd_gpu',
-           'cmd_demo', 'cmd_export', 'check_failures', 'cmd_serve', 'Terminated', 'safe_console', 'main']
+__all__ = ['CLI_ORIGINS', 'RESUME_MAY_SET', 'INSTALL', 'COMMANDS', 'MintParser', 'build_parser', 'run_failed', 'finished_runs',
+           'run_progress', 'cmd_train', 'cmd_generate', 'cmd_chat', 'cmd_info', 'cmd_list', 'cmd_eval', 'cmd_report',
+           'cmd_gpu', 'cmd_demo', 'cmd_export', 'check_failures', 'cmd_serve', 'Terminated', 'safe_console', 'main']
 
 # %% ../nbs/49_cli.ipynb #c6b84bda
 import difflib
@@ -210,12 +210,20 @@ def _find_ckpt(ckpt, kind: str) -> str:
 
 CLI_ORIGINS = ("mint train", "mint demo")     # the runs `generate` and `chat` may pick without --ckpt
 
+def run_failed(folder) -> str | None:
+    "Why the run in `folder` failed (the problems its summary.json records with an exit code other than 0, 130 or 143), or None."
+    import json
+    try: s = json.loads((Path(folder) / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError): return None
+    if not isinstance(s, dict) or s.get("exit_code") in (None, 0, 130, 143): return None   # stopped by a signal: resumable, not failed
+    return "; ".join(map(str, s.get("problems") or [])) or f"exit code {s['exit_code']}"
+
 def finished_runs(root, kind: str) -> list:
-    "Best checkpoints (newest first) of runs under `root` made by `mint train`/`mint demo` (meta `run.origin`) that have ended (a history.json, no live lock), of `kind`."
+    "Best checkpoints (newest first) of runs under `root` made by `mint train`/`mint demo` (meta `run.origin`) that have ended (a history.json, no live lock) and did not fail (`run_failed`), of `kind`."
     from mint.checkpoint import list_checkpoints, checkpoint_meta, lock_holder
     found = []
     for p in list_checkpoints(root):
-        if p.name != "best.safetensors" or not (p.parent / "history.json").exists() or lock_holder(p.parent): continue
+        if p.name != "best.safetensors" or not (p.parent / "history.json").exists() or lock_holder(p.parent) or run_failed(p.parent): continue
         m = checkpoint_meta(p)
         if m.get("kind") == kind and (m.get("run") or {}).get("origin") in CLI_ORIGINS: found.append(p)
     return found
@@ -320,6 +328,9 @@ def cmd_generate(a):
     if not a.slide and n < a.max_new_tokens and dec.room == 0:
         print(f"mint: note: stopped after {n} characters: the model's window of {window} positions is full "
               f"(--slide goes on with a sliding window)", file=sys.stderr)
+    elif n < a.max_new_tokens and dec.room > 0:                 # the model sampled <eos>: the text ended there
+        print(f"mint: note: the model ended the text (<eos>) after {n} characters; another --seed or a higher "
+              f"--temperature samples another continuation", file=sys.stderr)
 
 def cmd_chat(a):
     from mint.checkpoint import load_checkpoint
@@ -379,7 +390,9 @@ def cmd_list(a):
                                  f"stopped before its first save); move them back to keep that run")
         if done is not None:
             step, total = done
-            if step >= total: print(f"{d}: finished, all {total} steps done")       # nothing to resume
+            why = run_failed(d)
+            if why: print(f"{d}: FAILED after {step} of {total} steps: {why}")  # its summary says why; generate/chat never pick it
+            elif step >= total: print(f"{d}: finished, all {total} steps done")       # nothing to resume
             else: print(f"{d}: training state at step {step} of {total}" + ("" if holder else f" (continue: mint train --resume {d})"))
         tmp = temp_files(d)
         if tmp and not holder:

@@ -187,3 +187,15 @@ def test_sigterm_inside_compiled_code_during_generate_is_143_not_an_internal_err
     p = cli(["generate", "--ckpt", finished / "best.safetensors", "--prompt", "中国"], patch)
     _, err = p.communicate(timeout=120)
     assert p.returncode == 143 and "internal error" not in err and error_line(err) == "mint: terminated", err
+
+
+def test_a_failed_run_is_flagged_by_list_and_never_chosen_by_generate(tmp_path, capsys, monkeypatch):
+    "A run that exited 1 (here: the weights never changed) is FAILED in `mint list`, naming its cause, and `mint generate` without --ckpt skips it."
+    monkeypatch.setenv("MINT_HOME", str(tmp_path))
+    bad = tmp_path / "runs" / "bad"
+    c, _, err = run(["train", "--max", "200", "--steps", "6", "--lr", "1e-300", "--out", bad, *SMALL], capsys)
+    assert c == 1 and "too small" in err
+    c, out, _ = run(["list", "--root", tmp_path / "runs"], capsys)
+    assert c == 0 and f"{bad}: FAILED after 6 of 6 steps" in out and "raise --lr" in out and f"{bad}: finished" not in out
+    c, _, err = run(["generate", "--prompt", "中国", "--max-new-tokens", "3"], capsys)
+    assert c == 1 and "no language model found" in err          # the only run failed: nothing to pick
