@@ -82,3 +82,22 @@ def test_char_vocab_in_llama_cpp_itself(peoples_daily, tmp_path):
     for _ in range(200):
         s = random_text(rng, known, int(rng.integers(1, 30)))
         assert llm.tokenize(s.encode(), add_bos=False, special=False) == v.encode(s).tolist(), s
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed")
+def test_llama_cpp_decodes_as_mint(tmp_path):
+    "llama.cpp itself detokenizes a char GGUF export exactly as Mint decodes: the Unicode samples (format characters, emoji sequences, other scripts) and <unk> as U+FFFD."
+    import llama_cpp
+    from mint.core import preset
+    from mint.export import export_gguf
+    from mint.vocab import UNICODE_SAMPLES, UNK
+    texts = list(UNICODE_SAMPLES.values())
+    v = Vocab.build(texts, min_count=1)
+    cfg = preset("tiny", len(v), arch="llama", n_layers=1)
+    export_gguf(init_params(cfg), cfg, v, tmp_path / "m.gguf")
+    llm = llama_cpp.Llama(str(tmp_path / "m.gguf"), n_ctx=64, verbose=False)
+    for s in texts:
+        ids = v.encode(s).tolist()
+        assert llm.detokenize(ids).decode("utf-8") == v.decode(np.array(ids, np.int32)) == s, s
+    ids = [*v.encode("中").tolist(), UNK, *v.encode("国").tolist()]
+    assert llm.detokenize(ids).decode("utf-8") == v.decode(np.array(ids, np.int32))
