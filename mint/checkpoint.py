@@ -454,7 +454,7 @@ def check_output(out, kind: str, overwrite: bool = False, source=None) -> Path:
     if kind == "report":
         names = run_files(real)
         if "history.json" not in names and STATE_NAME not in names:     # the report rebuilds from a training state too
-            raise OutputError(f"{out}: no history.json and no training state here, so this is not a mint run folder (mint list shows the runs)")
+            raise OutputError(f"{out}: no history.json and no training state here, so this is not a finished mint run folder (mint list shows the runs)")
         h = lock_holder(real) if str(real) not in RunLock._held else None
         if h: raise OutputError(f"{out} is in use by a live run ({describe_holder(h)}); it writes its report when it ends")
         return out

@@ -391,9 +391,10 @@ def cmd_list(a):
         if done is not None:
             step, total = done
             why = run_failed(d)
-            if why: print(f"{d}: FAILED after {step} of {total} steps: {why}")  # its summary says why; generate/chat never pick it
+            if why and step >= total: print(f"{d}: FAILED after all {total} steps: {why}")  # its summary says why; generate/chat never pick it
             elif step >= total: print(f"{d}: finished, all {total} steps done")       # nothing to resume
-            else: print(f"{d}: training state at step {step} of {total}" + ("" if holder else f" (continue: mint train --resume {d})"))
+            else: print(f"{d}: training state at step {step} of {total}" + (f"; the run FAILED: {why}" if why else "")
+                        + ("" if holder else f" (continue: mint train --resume {d})"))
         tmp = temp_files(d)
         if tmp and not holder:
             print(f"{d}: {len(tmp)} temp file(s) left by an interrupted save ({', '.join(p.name for p in tmp)}); the next run here removes them")

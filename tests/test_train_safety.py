@@ -196,6 +196,6 @@ def test_a_failed_run_is_flagged_by_list_and_never_chosen_by_generate(tmp_path, 
     c, _, err = run(["train", "--max", "200", "--steps", "6", "--lr", "1e-300", "--out", bad, *SMALL], capsys)
     assert c == 1 and "too small" in err
     c, out, _ = run(["list", "--root", tmp_path / "runs"], capsys)
-    assert c == 0 and f"{bad}: FAILED after 6 of 6 steps" in out and "raise --lr" in out and f"{bad}: finished" not in out
+    assert c == 0 and f"{bad}: FAILED after all 6 steps" in out and "raise --lr" in out and f"{bad}: finished" not in out
     c, _, err = run(["generate", "--prompt", "中国", "--max-new-tokens", "3"], capsys)
     assert c == 1 and "no language model found" in err          # the only run failed: nothing to pick
