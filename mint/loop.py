@@ -15,8 +15,7 @@ from .muon import OPTIMIZERS, optimizer_step
 from .optim import AdamConfig, adam_step, grad_sumsq, lr_at, warmup_steps
 
 # %% auto #0
-__all__ = ['STATE_FORMAT', 'STATE_KEYS', 'TrainConfig', 'available_memory', 'training_bytes', 'check_memory', 'TrainState',
-           'save_train_state', 'load_train_state', 'check_resumable', 'Engine', 'CpuEngine', 'train_loop']
+__all__ = ['STATE_KEYS', 'TrainConfig', 'available_memory', 'training_bytes', 'check_memory', 'Engine', 'CpuEngine', 'train_loop']
 
 # %% ../nbs/13_train.ipynb #ca260e74
 @dataclass
@@ -86,66 +85,6 @@ def check_memory(cfg: ModelConfig, batch_size: int, seq_len: int, available: int
         raise MemoryError(f"training needs about {need / 2**30:,.2f} GiB of memory for batch {batch_size} × seq_len {seq_len} "
                           f"({n_params(cfg):,} parameters), but {avail / 2**30:,.2f} GiB is available: lower --batch-size "
                           f"or --seq-len, or pick a smaller --preset")
-
-# %% ../nbs/13_train.ipynb #1f324251
-STATE_FORMAT = "mint-train-state-v1"
-
-@dataclass
-class TrainState:
-    "What a resumed run needs: `arrays` (params, adam_m, adam_v), `step` reached, `tcfg`, model `config`, `vocab`, `meta`, `history`, best so far."
-    step: int
-    tcfg: TrainConfig
-    config: ModelConfig
-    vocab: Vocab
-    meta: dict
-    history: dict
-    best_val: float
-    best_step: int | None
-    arrays: dict
-    path: Path | None = None
-
-def save_train_state(folder, st: TrainState) -> Path:
-    "Write `st` to `folder/train_state.safetensors` atomically (arrays as tensors, the rest in the header, with a checksum)."
-    info = dict(format=STATE_FORMAT, step=int(st.step), train_config=asdict(st.tcfg), config=st.config.to_dict(),
-                vocab=st.vocab.to_dict(), meta=st.meta, history=st.history, best_val=float(st.best_val),
-                best_step=st.best_step, saved_at=datetime.datetime.now().isoformat(timespec="seconds"))
-    return write_unit(Path(folder) / STATE_NAME, st.arrays, info)
-
-def load_train_state(run) -> TrainState:
-    "Read a run's training state (`run`: the run folder or the file), checked (names, shapes, float32, checksum, finite); `CheckpointError` with a one-line reason."
-    path = Path(run)
-    if path.is_dir() or not path.suffix: path = path / STATE_NAME
-    if not path.exists():
-        raise CheckpointError(f"{path}: no training state (a run writes it at each validation and when it stops): nothing to resume")
-    info = read_info(path)
-    if info.get("format") != STATE_FORMAT: raise CheckpointError(f"{path}: not a Mint training state (format {info.get('format')!r})")
-    if "checksum" not in info: raise CheckpointError(f"{path}: the header has no checksum")
-    cfg, vocab = config_and_vocab(path, info)
-    arrays = read_unit(path, {k: (n_params(cfg),) for k in STATE_KEYS}, info=info)
-    for k, a in arrays.items():
-        bad = int(a.size - np.count_nonzero(np.isfinite(a)))
-        if bad: raise CheckpointError(f"{path}: {bad:,} values of {k} are NaN or infinite; this state cannot be resumed")
-    try:
-        return TrainState(int(info["step"]), TrainConfig.from_dict(info["train_config"]), cfg, vocab, info.get("meta", {}),
-                          info["history"], float(info["best_val"]), info.get("best_step"), arrays, path)
-    except (KeyError, TypeError, ValueError) as e:
-        raise CheckpointError(f"{path}: bad training state header ({type(e).__name__}: {e})") from None
-
-def _effective(t: TrainConfig, cfg: ModelConfig) -> dict:
-    "The settings that decide what each step does (a resumed run must keep them)."
-    return dict(batch_size=t.batch_size, seq_len=t.seq_len or cfg.max_seq_len, lr=t.base_lr, warmup=t.warmup_steps,
-                weight_decay=t.weight_decay, max_grad_norm=t.max_grad_norm, seed=t.seed, optimizer=t.optimizer)
-
-def check_resumable(st: TrainState, cfg: ModelConfig, vocab: Vocab, tcfg: TrainConfig):
-    "ValueError unless a run with `cfg`, `vocab`, `tcfg` continues `st` (the model, vocabulary and step-defining settings agree; steps, eval_every, time_limit may change)."
-    where = st.path.parent if st.path else "the run"
-    if st.config != cfg: raise ValueError(f"cannot resume {where}: its model is {st.config}, not {cfg}")
-    if st.vocab != vocab: raise ValueError(f"cannot resume {where}: its vocabulary differs from this one")
-    a, b = _effective(st.tcfg, cfg), _effective(tcfg, cfg)
-    for k in a:
-        if a[k] != b[k]:
-            raise ValueError(f"cannot resume {where}: {k} was {a[k]!r}, now {b[k]!r}; resume with the run's own settings, "
-                             f"or start a new run from its weights with --init")
 
 # %% ../nbs/13_train.ipynb #e2a1c001
 STATE_KEYS = ("params", "adam_m", "adam_v")
