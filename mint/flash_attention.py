@@ -26,6 +26,7 @@ def _check_cached(fn: str, q, k_cache, v_cache, names=("q", "k_cache", "v_cache"
                                   names[2]: (v_cache, ("B", "S", "H", "hd"), dt)}, **more)
     return dev, (*q.shape, k_cache.shape[1])
 
+# %% ../nbs/21_flash_attention.ipynb #08afc87c
 def _host_start(start, T: int, S: int, fn: str) -> int:
     "The start position as a Python int (from an int or a (1,) host integer array); ValueError unless 0 <= start, start + T <= S."
     if isinstance(start, np.ndarray):
@@ -38,6 +39,7 @@ def _host_start(start, T: int, S: int, fn: str) -> int:
         raise ValueError(f"{fn}: start={start} with T={T} new tokens needs 0 <= start and start + T <= S={S} (the cache capacity)")
     return start
 
+# %% ../nbs/21_flash_attention.ipynb #7181e374
 def attention_cached_ref(q, k_cache, v_cache, start):
     "Attention of T new queries q [B,T,H,hd] (positions start..start+T-1) over caches [B,S,H,hd]: query t sees entries j <= start+t. -> out [B,T,H,hd], dtype kept."
     fn = "attention_cached_ref"
@@ -63,6 +65,7 @@ def _check_tile(tile: int, fn: str) -> int:
     "tile (threads per block) as an int; ValueError unless a power of two in 1..1024 (the toolkit's reduction_block check)."
     return reduction_block(fn, tile)
 
+# %% ../nbs/21_flash_attention.ipynb #54dffd5d
 @functools.lru_cache(maxsize=None)
 def make_cached_kernel(head_dim: int, tile: int = CACHED_TILE):
     "The KV-cache attention kernel for one head_dim and tile (threads per block = cache entries per tile); cached."
@@ -126,6 +129,7 @@ def _start_args(start, T: int, S: int, fn: str) -> tuple:
         return start, 0, True
     return placeholder((1,), np.int32), _host_start(start, T, S, fn), False   # the kernel reads start_int
 
+# %% ../nbs/21_flash_attention.ipynb #7b900d7e
 def attention_cached(q, k_cache, v_cache, start, out=None, tile: int | None = None):
     """Attention of T new queries q [B,T,H,hd] over KV caches [B,S,H,hd] (query t sees entries j <= start+t) -> out [B,T,H,hd].
     NumPy -> `attention_cached_ref`; float32 device arrays -> the fused kernel. `start`: int, or a (1,) int32 device
@@ -165,6 +169,7 @@ def cache_write_kernel(new, cache, start_arr, start_int, use_arr):
         if j >= 0 and j < S:
             cache[b, j, h, d] = new[b, t, h, d]
 
+# %% ../nbs/21_flash_attention.ipynb #980ba23c
 def cache_write(new, cache, start):
     """Write T new keys (or values) `new` [B,T,H,hd] into `cache` [B,S,H,hd] at entries start..start+T-1; returns cache.
     NumPy -> a slice assignment; float32 device arrays -> `cache_write_kernel`. `start`: int (ValueError unless
@@ -197,6 +202,7 @@ def _check_qkv(fn: str, q, k, v, seg, outs=(), **more) -> tuple:
     dev = check_args(fn, outs, q=(q, sh, dt), k=(k, sh, dt), v=(v, sh, dt), seg=(seg, ("B", "T"), np.integer), **more)
     return dev, tuple(q.shape)
 
+# %% ../nbs/21_flash_attention.ipynb #dcc0d55c
 REF_TILE = 64    # tile of the NumPy reference (rows and keys); any size gives the same result
 
 def flash_attention_forward_ref(q, k, v, seg=None, tile: int = REF_TILE):
@@ -259,10 +265,12 @@ def flash_attention_backward_ref(dout, q, k, v, out, lse, seg=None, tile: int = 
 FLASH_TILE = 8 if simulator_enabled() else 32   # threads per block = rows per tile (a power of two); the launcher shrinks it for large head_dim
 FLASH_SMEM_BYTES = 40 * 1024                    # shared-memory budget per block (the static limit is 48 KB)
 
+# %% ../nbs/21_flash_attention.ipynb #3228ea56
 def _flash_smem(head_dim: int, tile: int) -> int:
     "Shared bytes of the largest flash kernel (dkdv): Q, dO tiles, its own K, V rows (padded), lse, D and seg of a tile."
     return 2 * tile * head_dim * 4 + 2 * tile * (head_dim + 1) * 4 + tile * (4 + 4 + 8)
 
+# %% ../nbs/21_flash_attention.ipynb #8bf4458e
 def _flash_tile(head_dim: int, tile: int | None, fn: str) -> int:
     "The tile to use: `tile` (checked), or FLASH_TILE halved until the kernels fit FLASH_SMEM_BYTES."
     if tile is None:
@@ -506,6 +514,7 @@ def flash_attention_forward(q, k, v, seg=None, out=None, lse=None, tile: int | N
         q, k, v, placeholder((1, 1), np.int32) if seg is None else seg, seg is not None, np.float32(1 / math.sqrt(hd)), out, lse)
     return out, lse
 
+# %% ../nbs/21_flash_attention.ipynb #327339ca
 def flash_attention_backward(dout, q, k, v, out, lse, seg=None, dq=None, dk=None, dv=None, scratch=None, tile: int | None = None):
     """Gradients (dq, dk, dv) [B,T,H,hd] of fused attention from dout, the inputs, and out [B,T,H,hd] and lse [B,H,T] of
     `flash_attention_forward` with the same seg. Device: two kernels; scratch = float32 (B,H,T) for D = rowsum(dout*out)."""

@@ -22,10 +22,12 @@ __all__ = ['LOG2E', 'LN2', 'HEAD_DIMS', 'FLASH_TC_CU', 'MAX_REGISTERS', 'QKV_DTY
 LOG2E, LN2 = 1.4426950408889634, 0.6931471805599453
 HEAD_DIMS = (16, 32, 48, 64, 80, 96, 112, 128)   # multiples of 16 (the mma's k) up to 128
 
+# %% ../nbs/26_flash_tensor_cores.ipynb #b6d3a18d
 def bf16_bits(x) -> np.ndarray:
     "float -> bf16 bit patterns (uint16), rounding to nearest even."
     return np.asarray(x, np.float32).astype(ml_dtypes.bfloat16).view(np.uint16)
 
+# %% ../nbs/26_flash_tensor_cores.ipynb #2a6fa14d
 def bf16_value(b) -> np.ndarray:
     "bf16 bit patterns (uint16) -> float32, exactly; float32 input is returned rounded to bf16 values."
     b = np.asarray(b)
@@ -42,6 +44,7 @@ def _heads(a) -> np.ndarray:
     "[B,T,H,hd] (uint16 bf16 bits or float) -> [B,H,T,hd] float32 bf16 values."
     return bf16_value(a).transpose(0, 2, 1, 3)
 
+# %% ../nbs/26_flash_tensor_cores.ipynb #b8300262
 def flash_tc_forward_emu(q, k, v, seg=None, head_tiles: dict | None = None):
     "NumPy emulation of the tensor-core forward: bf16 q, k, v [B,T,H,hd] -> (out fp32 [B,T,H,hd], lse fp32 [B,H,T]); the kernel's tiles, exp2 online softmax, P rounded to bf16 before P·V."
     B, T, H, hd = q.shape
@@ -466,6 +469,7 @@ MAX_REGISTERS = None   # a register cap per thread for head_dim <= 64 kernels (N
 
 _CTYPES = {np.dtype(np.uint16): "u16", np.dtype(np.float32): "float"}
 
+# %% ../nbs/26_flash_tensor_cores.ipynb #4f017b2e
 def tc_source(head_dim: int, qkv_dtype, dout_dtype, out_dtype) -> tuple[str, str]:
     "The CUDA C++ of one instance (the templates and three extern \"C\" device functions) and its name suffix."
     ti, tg, to = (_CTYPES[np.dtype(t)] for t in (qkv_dtype, dout_dtype, out_dtype))
@@ -481,6 +485,7 @@ extern "C" __device__ void mint_dkdv_{name}({u} g, {u} q, {u} k, {u} v, {u} lse,
 """
     return FLASH_TC_CU + wrap, name
 
+# %% ../nbs/26_flash_tensor_cores.ipynb #035e7786
 @functools.lru_cache(maxsize=None)
 def make_tc_kernels(head_dim: int, qkv_dtype=np.uint16, dout_dtype=np.float32, out_dtype=np.float32):
     "numba kernels (forward, dq, dkdv) that each call one CUDA C++ device function, compiled by NVRTC and linked; cached per head_dim and dtypes."
@@ -511,6 +516,7 @@ def make_tc_kernels(head_dim: int, qkv_dtype=np.uint16, dout_dtype=np.float32, o
 def _ptr(a) -> np.uint64:
     return np.uint64(a.__cuda_array_interface__["data"][0])
 
+# %% ../nbs/26_flash_tensor_cores.ipynb #ca26e5a3
 def _rows(fn: str, name: str, a, shape: tuple, dtypes: tuple) -> int:
     "The row stride (elements between tokens t and t+1) of a [B,T,H,hd] device array whose heads are contiguous; ValueError otherwise."
     if tuple(a.shape) != shape: raise ValueError(f"{fn}: {name} must have shape {shape}, got {tuple(a.shape)}")

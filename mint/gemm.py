@@ -16,7 +16,8 @@ from .tensor_cores import tc_gemm
 __all__ = ['LADDER_SHAPES', 'SHARED_BYTES_MAX', 'KERNELS_MADE', 'GPU_CONFIGS', 'SIM_CONFIGS', 'TRANS_MODES', 'REDUCE_THREADS',
            'REDUCE_MAX_BLOCKS', 'V5_TILES', 'V5_TILE_SPEED', 'V5_TILES_SIM', 'V5_TILE_SPEED_SIM', 'SPLITS',
            'REDUCE_BYTES_PER_S', 'LAUNCH_GAP_S', 'GEMM_PROVIDERS', 'BF16_PROVIDERS', 'gemm_problem', 'GemmConfig',
-           'model_shapes', 'gemm_v1_kernel', 'bias_arg', 'tile_functions', 'made_kernels', 'shared_align',
+           'model_shapes', 'gemm_v1_kernel', 'bias_arg', 'tile_dims', 'make_load_slab', 'make_store_slab',
+           'make_outer_step', 'make_store_c', 'make_store_partial', 'tile_functions', 'made_kernels', 'shared_align',
            'jit_options', 'make_gemm_v3', 'default_config', 'register_rung', 'gemm_version', 'check_version',
            'make_gemm_v4', 'splitk_reduce_kernel', 'v5_cost', 'pick_config', 'run_v5', 'launch_gemm',
            'set_gemm_provider', 'get_gemm_provider', 'gemm_provider', 'time_device', 'kernel_resources',
@@ -105,6 +106,7 @@ SHARED_BYTES_MAX = 48 * 1024    # static shared memory a block may declare
 # registers; numba's own `inline=True` inlines at the IR level and took 4x longer to compile; the simulator takes neither
 _DEVICE_FN = {} if simulator_enabled() else dict(forceinline=True)
 
+# %% ../nbs/20_gemm_ladder.ipynb #c5808226
 def _check_blocked(cfg: GemmConfig) -> None:
     "ValueError unless `cfg` is a valid tile shape for the register-blocked kernels (v3–v5)."
     c = cfg
@@ -121,15 +123,20 @@ def _check_blocked(cfg: GemmConfig) -> None:
     if smem > SHARED_BYTES_MAX: raise ValueError(f"{c}: needs {smem} bytes of shared memory (double-buffered), more than {SHARED_BYTES_MAX}")
 
 # %% ../nbs/20_gemm_ladder.ipynb #f6180651
-@functools.lru_cache(maxsize=None)
-def tile_functions(cfg: GemmConfig, trans_a: bool, trans_b: bool):
-    "Device functions shared by v3–v5 for tile shape `cfg` and transpose flags (compile-time constants)."
+def tile_dims(cfg: GemmConfig) -> tuple:
+    "The compile-time numbers of a valid tile shape `cfg`: BM, BN, BK, TM, TN, V, threads NT, the elements of the A- and B-slab each thread loads (LA, LB), the stride between a thread's groups of V (GA, GB)."
     _check_blocked(cfg)
     BM, BN, BK, TM, TN, V = cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.vec
-    TX = BN // TN                  # threads along N (tx = tid % TX); TY = BM // TM along M
     NT = cfg.threads
     LA, LB = BM * BK // NT, BN * BK // NT    # elements of the A- and B-slab each thread loads
     GA, GB = (BM // (TM // V)) // V, (BN // (TN // V)) // V   # stride between a thread's groups of V, in groups
+    return BM, BN, BK, TM, TN, V, NT, LA, LB, GA, GB
+
+# %% ../nbs/20_gemm_ladder.ipynb #9a635b5a
+@functools.lru_cache(maxsize=None)
+def make_load_slab(cfg: GemmConfig, trans_a: bool, trans_b: bool):
+    "v3–v5's `load_slab` device function for tile shape `cfg` and the transpose flags (compile-time constants)."
+    BM, BN, BK, TM, TN, V, NT, LA, LB, GA, GB = tile_dims(cfg)
     TA, TB = bool(trans_a), bool(trans_b)
 
     @cuda.jit(device=True, **_DEVICE_FN)
@@ -157,6 +164,14 @@ def tile_functions(cfg: GemmConfig, trans_a: bool, trans_b: bool):
                 k = l // BN
                 n = l % BN
                 rb[i] = B[k0 + k, col0 + n] if (k0 + k < kend and col0 + n < N) else float32(0.0)
+    return load_slab
+
+# %% ../nbs/20_gemm_ladder.ipynb #03a0db7e
+@functools.lru_cache(maxsize=None)
+def make_store_slab(cfg: GemmConfig, trans_a: bool, trans_b: bool):
+    "v3–v5's `store_slab` device function for tile shape `cfg` and the transpose flags."
+    BM, BN, BK, TM, TN, V, NT, LA, LB, GA, GB = tile_dims(cfg)
+    TA, TB = bool(trans_a), bool(trans_b)
 
     @cuda.jit(device=True, **_DEVICE_FN)
     def store_slab(sA, sB, ra, rb, tid, buf):
@@ -179,6 +194,13 @@ def tile_functions(cfg: GemmConfig, trans_a: bool, trans_b: bool):
                 k = l // BN
                 n = l % BN
             sB[buf, k, n // V, n % V] = rb[i]
+    return store_slab
+
+# %% ../nbs/20_gemm_ladder.ipynb #573e78bd
+@functools.lru_cache(maxsize=None)
+def make_outer_step(cfg: GemmConfig):
+    "v3–v5's `outer_step` device function for tile shape `cfg`."
+    BM, BN, BK, TM, TN, V, NT, LA, LB, GA, GB = tile_dims(cfg)
 
     @cuda.jit(device=True, **_DEVICE_FN)
     def outer_step(sA, sB, buf, k, ty, tx, fa, fb, acc):
@@ -192,6 +214,13 @@ def tile_functions(cfg: GemmConfig, trans_a: bool, trans_b: bool):
         for i in range(TM):
             for j in range(TN):
                 acc[i * TN + j] += fa[i] * fb[j]
+    return outer_step
+
+# %% ../nbs/20_gemm_ladder.ipynb #17f90d69
+@functools.lru_cache(maxsize=None)
+def make_store_c(cfg: GemmConfig):
+    "v3–v5's `store_c` device function (the epilogue) for tile shape `cfg`."
+    BM, BN, BK, TM, TN, V, NT, LA, LB, GA, GB = tile_dims(cfg)
 
     @cuda.jit(device=True, **_DEVICE_FN)
     def store_c(C, acc, row0, col0, ty, tx, bias, has_bias):
@@ -206,6 +235,13 @@ def tile_functions(cfg: GemmConfig, trans_a: bool, trans_b: bool):
                         if has_bias:
                             x += bias[c]
                         C[r, c] = x
+    return store_c
+
+# %% ../nbs/20_gemm_ladder.ipynb #91acc6ce
+@functools.lru_cache(maxsize=None)
+def make_store_partial(cfg: GemmConfig):
+    "v4–v5's `store_partial` device function (split-K's epilogue) for tile shape `cfg`."
+    BM, BN, BK, TM, TN, V, NT, LA, LB, GA, GB = tile_dims(cfg)
 
     @cuda.jit(device=True, **_DEVICE_FN)
     def store_partial(W, acc, row0, col0, ty, tx, bias, has_bias):
@@ -218,9 +254,15 @@ def tile_functions(cfg: GemmConfig, trans_a: bool, trans_b: bool):
                     c = col0 + ((j // V) * GB + tx) * V + j % V
                     if c < W.shape[2]:
                         W[z, r, c] = acc[i * TN + j]
+    return store_partial
 
+# %% ../nbs/20_gemm_ladder.ipynb #d796e4a4
+@functools.lru_cache(maxsize=None)
+def tile_functions(cfg: GemmConfig, trans_a: bool, trans_b: bool):
+    "Device functions shared by v3–v5 for tile shape `cfg` and transpose flags (compile-time constants)."
     return dataclasses.make_dataclass("TileFunctions", ["load_slab", "store_slab", "outer_step", "store_c", "store_partial"])(
-        load_slab, store_slab, outer_step, store_c, store_partial)
+        make_load_slab(cfg, trans_a, trans_b), make_store_slab(cfg, trans_a, trans_b), make_outer_step(cfg),
+        make_store_c(cfg), make_store_partial(cfg))
 
 # %% ../nbs/20_gemm_ladder.ipynb #e3394780
 KERNELS_MADE = {}   # (rung, config, trans_a, trans_b, ...) -> kernel, for the resource report
@@ -229,10 +271,12 @@ def made_kernels() -> dict:
     "Every v3/v4/v5 kernel the factories have made so far, by (rung, config, trans_a, trans_b[, split, fastmath])."
     return dict(KERNELS_MADE)
 
+# %% ../nbs/20_gemm_ladder.ipynb #d16e89f0
 def shared_align():
     "16-byte alignment of the shared tiles on a GPU (v5's 16-byte reads need it); the simulator takes no alignment."
     return None if simulator_enabled() else 16
 
+# %% ../nbs/20_gemm_ladder.ipynb #43e452a8
 def jit_options(cfg: GemmConfig) -> dict:
     "Launch bounds for `cfg.min_blocks` on a GPU (the simulator takes none)."
     return {} if simulator_enabled() or not cfg.min_blocks else dict(launch_bounds=(cfg.threads, cfg.min_blocks))
@@ -289,6 +333,7 @@ def make_gemm_v3(cfg: GemmConfig, trans_a: bool, trans_b: bool):
     KERNELS_MADE[("v3", cfg, trans_a, trans_b)] = gemm_v3
     return gemm_v3
 
+# %% ../nbs/20_gemm_ladder.ipynb #ba2b8e6d
 def _run_v3(a, b, out, bias, trans_a, trans_b, cfg: GemmConfig):
     M, N = out.shape
     make_gemm_v3(cfg, bool(trans_a), bool(trans_b))[launch((cdiv(N, cfg.bn), cdiv(M, cfg.bm)), cfg.threads)](
@@ -310,6 +355,7 @@ SIM_CONFIGS = {    # the same kernels, small enough for the CUDA simulator (one 
     5: GemmConfig(16, 8, 4, 4, 4, vec=4, unroll=4),
 }
 
+# %% ../nbs/20_gemm_ladder.ipynb #8976e560
 def default_config(version: int) -> GemmConfig:
     "The tile shape rung `version` runs with here: `GPU_CONFIGS` on a GPU, `SIM_CONFIGS` in the simulator."
     return (SIM_CONFIGS if simulator_enabled() else GPU_CONFIGS)[version]
@@ -321,6 +367,7 @@ def register_rung(version: int, runner) -> None:
     "Add ladder rung `version` with `runner(a, b, out, bias, trans_a, trans_b, cfg)`: v2 (chapter 04's kernel) is registered by whoever imports both chapters (this chapter's cell below, bench/gemm_ladder.py)."
     _RUNNERS[version] = runner
 
+# %% ../nbs/20_gemm_ladder.ipynb #a34e3c16
 def gemm_version(version: int, a, b, out=None, bias=None, trans_a: bool = False, trans_b: bool = False,
                  config: GemmConfig | None = None, split_k: int | None = None):
     "C = op(a)·op(b) (+ bias) on float32 device arrays with ladder rung `version` (1–5) and tile shape `config`; returns `out`."
@@ -448,6 +495,7 @@ def splitk_reduce_kernel(W, C, bias, has_bias):
         C[r, c] = s
         i += stride
 
+# %% ../nbs/20_gemm_ladder.ipynb #85dac94f
 REDUCE_THREADS = 32 if simulator_enabled() else 256     # threads per block of the reduction (and the bias broadcast)
 REDUCE_MAX_BLOCKS = 2 if simulator_enabled() else 4096  # both are grid-strided: at most this many blocks
 
@@ -471,12 +519,14 @@ SPLITS = (1, 2, 4, 8, 16)          # split-K factors pick_config considers
 REDUCE_BYTES_PER_S = 3e12          # the reduction streams split+1 copies of C
 LAUNCH_GAP_S = 3e-6                # the reduction is a second kernel
 
+# %% ../nbs/20_gemm_ladder.ipynb #f6ad7012
 @functools.lru_cache(maxsize=None)
 def _sm_count() -> int:
     "Multiprocessors of the current GPU (132 on an H200; 4 in the simulator, whose tiles are tiny)."
     if simulator_enabled(): return 4
     return int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
 
+# %% ../nbs/20_gemm_ladder.ipynb #983e1e3d
 def v5_cost(cfg: GemmConfig, split: int, M: int, N: int, K: int, speed: dict, sms: int) -> float:
     "Estimated seconds of v5 with tile `cfg` and `split` on `sms` multiprocessors: waves × (slabs per share + 2) × slab time, + the reduction."
     rate, per_sm = speed[cfg]
@@ -487,6 +537,7 @@ def v5_cost(cfg: GemmConfig, split: int, M: int, N: int, K: int, speed: dict, sm
     if split > 1: t += (split + 1) * M * N * 4 / REDUCE_BYTES_PER_S + LAUNCH_GAP_S
     return t
 
+# %% ../nbs/20_gemm_ladder.ipynb #1a6b71bc
 def pick_config(M: int, N: int, K: int, tiles=None, speed=None, sms: int | None = None) -> tuple[GemmConfig, int]:
     "v5's (tile, split-K factor) for an M×N output with inner dimension K: the lowest `v5_cost` (this device's tiles by default)."
     sim = simulator_enabled()
@@ -526,6 +577,7 @@ GEMM_PROVIDERS = ("mint", "cublas", "cublas-tf32", "cublas-bf16", "tc")
 _provider = "mint"
 BF16_PROVIDERS: tuple = ("cublas-bf16", "tc")     # providers that multiply bf16 (uint16) operands themselves (mint.precision widens them for the others)
 
+# %% ../nbs/20_gemm_ladder.ipynb #5fe00aaf
 def launch_gemm(a, b, out, bias, trans_a: bool, trans_b: bool):
     "C = op(a)·op(b) (+ bias) on device arrays with the current GEMM provider: a, b float32 or bf16 (uint16), C float32; allocates `out` when None; returns it."
     if np.dtype(a.dtype) == np.uint16 and _provider not in BF16_PROVIDERS:
@@ -552,10 +604,12 @@ def set_gemm_provider(name: str) -> str:
     prev, _provider = _provider, name
     return prev
 
+# %% ../nbs/20_gemm_ladder.ipynb #c3d1eea9
 def get_gemm_provider() -> str:
     "The current GEMM provider of `launch_gemm`."
     return _provider
 
+# %% ../nbs/20_gemm_ladder.ipynb #19206461
 @contextlib.contextmanager
 def gemm_provider(name: str):
     "Context manager: run the block's GEMMs with provider `name`, then restore the previous one."
@@ -569,6 +623,7 @@ def _sleep_kernel(us):
     for _ in range(us):
         cuda.nanosleep(1000)
 
+# %% ../nbs/20_gemm_ladder.ipynb #170b486a
 def time_device(fn, reps: int | None = None, target_s: float = 0.01, rounds: int = 3) -> float:
     "Median seconds per call of `fn()` (device work on numba's default stream), queued behind a sleeping kernel and timed with events."
     if simulator_enabled():                               # one call, on the host clock: nothing to warm up
@@ -603,6 +658,7 @@ def bench_problem(M: int, N: int, K: int, trans_a: bool, trans_b: bool, bias: bo
     a, b, bb, ref = gemm_problem(M, N, K, trans_a, trans_b, bias, seed)
     return cuda.to_device(a), cuda.to_device(b), None if bb is None else cuda.to_device(bb), ref
 
+# %% ../nbs/20_gemm_ladder.ipynb #3aa05525
 def gemm_bench(version, config: GemmConfig | None = None, M: int = 37, N: int = 45, K: int = 29,
                trans_a: bool = False, trans_b: bool = False, bias: bool = False, split_k: int | None = None,
                seed: int = 0, reps: int | None = None) -> dict:
@@ -636,6 +692,7 @@ def ladder_choices() -> dict:
                          5: list(V5_TILES)},
                 shapes=[(1024,) * 3, (2048,) * 3, (4096,) * 3, (4096, 384, 128), (8192, 1536, 512)])
 
+# %% ../nbs/20_gemm_ladder.ipynb #03b30f85
 def ladder_demo(version: int = 5, config: GemmConfig | None = None, shape: tuple = (37, 45, 29), trans_b: bool = True) -> dict:
     "One widget step: run `gemm_bench` and print error, time per call and GFLOP/s."
     M, N, K = shape

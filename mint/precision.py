@@ -21,6 +21,7 @@ __all__ = ['QNAN_BF16', 'PRECISIONS', 'round_bits_ref', 'to_bf16_ref', 'from_bf1
 QNAN_BF16 = 0x7FC0          # the quiet NaN ml_dtypes writes (sign kept)
 PRECISIONS = ("fp32", "bf16")
 
+# %% ../nbs/25_mixed_precision.ipynb #4c76186a
 def round_bits_ref(x: np.ndarray) -> np.ndarray:
     "float32 -> bf16 bits (uint16) by the integer rule (add 0x7FFF + lowest kept bit, drop 16 bits; NaN -> quiet NaN): what the kernel does."
     u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
@@ -28,6 +29,7 @@ def round_bits_ref(x: np.ndarray) -> np.ndarray:
     nan = (u & 0x7FFFFFFF) > 0x7F800000
     return np.where(nan, ((u >> 16) & 0x8000) | QNAN_BF16, r).astype(np.uint16)
 
+# %% ../nbs/25_mixed_precision.ipynb #534feda0
 def to_bf16_ref(x: np.ndarray, out=None) -> np.ndarray:
     "float32 -> bf16 bits (uint16, same shape), round to nearest even, through `ml_dtypes`; writes `out` when given."
     with np.errstate(invalid="ignore"):          # NaN inputs stay NaN; NumPy warns about casting them
@@ -36,6 +38,7 @@ def to_bf16_ref(x: np.ndarray, out=None) -> np.ndarray:
     out[...] = b
     return out
 
+# %% ../nbs/25_mixed_precision.ipynb #06503320
 def from_bf16_ref(b: np.ndarray, out=None) -> np.ndarray:
     "bf16 bits (uint16) -> float32, exact (the bits become the top half); writes `out` when given."
     f = (np.asarray(b, np.uint16).astype(np.uint32) << 16).view(np.float32)
@@ -52,18 +55,21 @@ def to_bf16_kernel(u, out):
         if (w & 0x7FFFFFFF) > 0x7F800000: out[i] = ((w >> 16) & 0x8000) | QNAN_BF16
         else: out[i] = (w + 0x7FFF + ((w >> 16) & 1)) >> 16
 
+# %% ../nbs/25_mixed_precision.ipynb #22ac3775
 @cuda.jit(cache=True)
 def from_bf16_kernel(b, out):
     "out[i] (uint32 view of float32) = b[i] << 16: exact."
     for i in range(cuda.grid(1), b.size, cuda.gridsize(1)):
         out[i] = uint32(b[i]) << 16            # widen first: a uint16 shifted by 16 would lose the bits
 
+# %% ../nbs/25_mixed_precision.ipynb #5476c0a3
 def _flat(a, name: str, fn: str):
     "A contiguous device array as 1-D (a view); ValueError naming `fn` and `name` otherwise."
     if not (a.is_c_contiguous() if hasattr(a, "is_c_contiguous") else a._ary.flags.c_contiguous):
         raise ValueError(f"{fn}: {name} must be contiguous (got strides {a.strides}); convert a contiguous copy")
     return a.reshape(a.size)
 
+# %% ../nbs/25_mixed_precision.ipynb #47a0c862
 def to_bf16(x, out=None):
     "float32 `x` -> bf16 bits (uint16, same shape), round to nearest even: NumPy (ml_dtypes) or device (one launch); writes `out` when given."
     dev = check_args("to_bf16", x=(x, None, np.float32), out=(out, tuple(x.shape), np.uint16), outs=("out",))
@@ -72,6 +78,7 @@ def to_bf16(x, out=None):
     if x.size: to_bf16_kernel[grid1d(x.size)](_flat(x, "x", "to_bf16").view(np.uint32), _flat(out, "out", "to_bf16"))
     return out
 
+# %% ../nbs/25_mixed_precision.ipynb #68e44425
 def from_bf16(b, out=None):
     "bf16 bits (uint16) -> float32 (same shape), exact: NumPy or device (one launch); writes `out` when given."
     dev = check_args("from_bf16", b=(b, None, np.uint16), out=(out, tuple(b.shape), np.float32), outs=("out",))
@@ -89,6 +96,7 @@ def _bf16_dims(a, b, trans_a: bool, trans_b: bool, fn: str) -> tuple[int, int, i
     if K != Kb: raise ValueError(f"{fn}: inner dimensions differ: op(a) is {M}x{K}, op(b) is {Kb}x{N}")
     return M, K, N
 
+# %% ../nbs/25_mixed_precision.ipynb #d88ef2a2
 def gemm_bf16(a, b, out=None, bias=None, trans_a: bool = False, trans_b: bool = False):
     "out (float32) = op(a)·op(b) (+ bias) for bf16 operands (uint16 bits), fp32 accumulate: NumPy -> exact widening and a float32 product (the emulation); device -> `mint.gemm.launch_gemm`."
     M, K, N = _bf16_dims(a, b, trans_a, trans_b, "gemm_bf16")
@@ -100,10 +108,12 @@ def gemm_bf16(a, b, out=None, bias=None, trans_a: bool = False, trans_b: bool = 
     if get_gemm_provider() not in BF16_PROVIDERS: a, b = widen_operands(a, b)   # the fallback: exact float32 copies
     return launch_gemm(a, b, out, bias, trans_a, trans_b)
 
+# %% ../nbs/25_mixed_precision.ipynb #9a6f1210
 def linear_bf16(x16, w16, b=None, out=None):
     "y = x·wᵀ + b for bf16 `x16` [N,in], `w16` [out,in] and float32 `b`, `y`: the training forward's GEMM in bf16."
     return gemm_bf16(x16, w16, out, b, False, True)
 
+# %% ../nbs/25_mixed_precision.ipynb #6ad2404f
 def linear_backward_bf16(dy, dy16, x16, w16, dx=None, dw=None, db=None, has_bias: bool = True) -> tuple:
     "(dx = dy·w, dw = dyᵀ·x, db = Σ_rows dy or None): float32 `dy` rounded into `dy16`, bf16 `x16`, `w16`; dx, dw, db float32 (db summed from the fp32 dy)."
     to_bf16(dy, out=dy16)
@@ -111,6 +121,7 @@ def linear_backward_bf16(dy, dy16, x16, w16, dx=None, dw=None, db=None, has_bias
     dw = gemm_bf16(dy16, x16, dw, trans_a=True)
     return dx, dw, bias_grad(dy, out=db) if has_bias else None
 
+# %% ../nbs/25_mixed_precision.ipynb #6b555eb8
 _WIDE: dict = {}
 _OUTGROWN: list = []
 
@@ -124,6 +135,7 @@ def widen_operands(a, b):
         outs.append(from_bf16(x, out=_WIDE[slot][:x.size].reshape(x.shape)))
     return outs
 
+# %% ../nbs/25_mixed_precision.ipynb #14df0057
 def clear_scratch() -> None:
     "Free the fallback's scratch buffers (`widen_operands`); graphs recorded with them must not be replayed after this."
     _WIDE.clear(); _OUTGROWN.clear()

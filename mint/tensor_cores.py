@@ -77,11 +77,13 @@ def ldmatrix_emulate(smem: np.ndarray, rows: np.ndarray, cols: np.ndarray, trans
         out[:, j, 0], out[:, j, 1] = mat[lane >> 2, 2 * (lane & 3)], mat[lane >> 2, 2 * (lane & 3) + 1]
     return out
 
+# %% ../nbs/24_tensor_cores.ipynb #0e897d07
 def a_frag_rows(lane, mb: int, kk: int, trans_a: bool):
     "(row, column) of shared A that each lane gives `ldmatrix` for the 16×16 A fragment at (mb, kk): A kept [m][k] or, with trans_a, [k][m]."
     if trans_a: return kk + (lane & 7) + (lane >> 4) * 8, mb + ((lane >> 3) & 1) * 8
     return mb + (lane & 15), kk + (lane >> 4) * 8
 
+# %% ../nbs/24_tensor_cores.ipynb #b9ba541a
 def b_frag_rows(lane, nb: int, kk: int, trans_b: bool):
     "(row, column) of shared B for two 16×8 B fragments at columns nb, nb+8: B kept [n][k] (trans_b) or [k][n]."
     if trans_b: return nb + (lane & 7) + (lane >> 4) * 8, kk + ((lane >> 3) & 1) * 8
@@ -368,6 +370,7 @@ class TcConfig:
         return self
     def __str__(self) -> str: return f"{self.bm}x{self.bn}x{self.bk} {self.wm}x{self.wn} warps {self.stages} stages"
 
+# %% ../nbs/24_tensor_cores.ipynb #ae6691a0
 V7_TILES = (TcConfig(128, 128, 32, 2, 4, 4), TcConfig(128, 256, 32, 2, 4, 3), TcConfig(128, 128, 32, 2, 4, 2),
             TcConfig(64, 128, 32, 2, 4, 4), TcConfig(64, 64, 32, 2, 2, 4))
 
@@ -375,6 +378,7 @@ V7_TILES = (TcConfig(128, 128, 32, 2, 4, 4), TcConfig(128, 256, 32, 2, 4, 3), Tc
 _SIG6 = "void(int64, int64, int64, int64, int64, int64, int64, int64, int64, int64, int64, int64, int64)"
 _SIG7 = "void(int64, int64, int64, int64, int64, int64, int64, int64, int64, int64, int64)"
 
+# %% ../nbs/24_tensor_cores.ipynb #b7a7730e
 def tc_source(version: int, tf32: bool = False, cfg: TcConfig | None = None, trans_a: bool = False, trans_b: bool = False) -> tuple[str, str]:
     "(function name, CUDA source) of one variant: v6 (bf16 or TF32) or v7 with tile `cfg` and fixed transpose flags."
     if version == 6:
@@ -388,6 +392,7 @@ def tc_source(version: int, tf32: bool = False, cfg: TcConfig | None = None, tra
     else: raise ValueError(f"version must be 6 or 7, got {version!r}")
     return name, f"#define MINT_NAME {name}\n" + head + TC_COMMON + TC_V6 + TC_V7_LOAD + TC_V7_MAIN
 
+# %% ../nbs/24_tensor_cores.ipynb #8bebc9d1
 @functools.lru_cache(maxsize=None)
 def make_tc_kernel(version: int, tf32: bool = False, cfg: TcConfig | None = None, trans_a: bool = False, trans_b: bool = False):
     "The numba kernel of one variant (compiled by NVRTC on first launch; GPU only); cached."
@@ -407,6 +412,7 @@ def make_tc_kernel(version: int, tf32: bool = False, cfg: TcConfig | None = None
     _allow_shared(v7, cfg.shared_bytes())
     return v7
 
+# %% ../nbs/24_tensor_cores.ipynb #4bfe70e0
 def _allow_shared(kernel, nbytes: int) -> None:
     "Let `kernel` (compiled) take `nbytes` of dynamic shared memory (above 48 KB a kernel must opt in) and prefer shared memory over L1."
     from numba.cuda.cudadrv.driver import driver, binding
@@ -427,17 +433,25 @@ def round_bf16_kernel(src, dst):
         else: dst[i] = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
         i += cuda.gridsize(1)
 
+# %% ../nbs/24_tensor_cores.ipynb #971257fe
 @functools.lru_cache(maxsize=16)
 def _scratch(role: str, shape: tuple):
     "A bf16 scratch operand per role and shape, allocated once (no allocation inside a recorded graph)."
     return cuda.device_array(shape, np.uint16)
 
+# %% ../nbs/24_tensor_cores.ipynb #04b3b31e
 def round_bf16(x, out=None):
     "float32 device array (contiguous) -> bf16 bit patterns (uint16), into `out` when given."
     if out is None: out = cuda.device_array(x.shape, np.uint16)
     src, dst = x.reshape(x.size).view(np.uint32), out.reshape(out.size)
     round_bf16_kernel[grid1d(x.size)](src, dst)
     return out
+
+# %% ../nbs/24_tensor_cores.ipynb #4c9fa497
+@functools.lru_cache(maxsize=None)
+def _sm_count() -> int:
+    "Multiprocessors of the current GPU (132 on an H200; the simulator's count is taken as an H200's)."
+    return 132 if simulator_enabled() else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
 
 # %% ../nbs/24_tensor_cores.ipynb #28a933b1
 def pick_tc_config(M: int, N: int, K: int, sms: int | None = None) -> TcConfig:
@@ -447,17 +461,14 @@ def pick_tc_config(M: int, N: int, K: int, sms: int | None = None) -> TcConfig:
         if cdiv(M, cfg.bm) * cdiv(N, cfg.bn) >= sms: return cfg
     return V7_TILES[4]
 
-@functools.lru_cache(maxsize=None)
-def _sm_count() -> int:
-    "Multiprocessors of the current GPU (132 on an H200; the simulator's count is taken as an H200's)."
-    return 132 if simulator_enabled() else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
-
+# %% ../nbs/24_tensor_cores.ipynb #10db6c1f
 def _ld(name: str, x) -> int:
     "Row stride in elements of a row-major device matrix; ValueError when its rows are strided."
     item = np.dtype(x.dtype).itemsize
     if x.shape[1] > 1 and x.strides[1] != item: raise ValueError(f"tc_gemm: {name} needs unit-stride rows, got strides {x.strides}")
     return max(x.strides[0] // item, 1)
 
+# %% ../nbs/24_tensor_cores.ipynb #cd537b33
 def tc_gemm(a, b, out=None, bias=None, trans_a: bool = False, trans_b: bool = False, version: int = 7, config: TcConfig | None = None):
     "out = op(a)·op(b) (+ bias) on the tensor cores: a, b bf16 (uint16) or float32 device arrays, out float32 [M,N]; v6 or v7 (tile `config`, else `pick_tc_config`)."
     M, K, N = gemm_dims(a, b, trans_a, trans_b, "tc_gemm", dtypes=(np.uint16, np.float32))
@@ -493,6 +504,7 @@ def tc_problem(M: int, N: int, K: int, trans_a: bool, trans_b: bool, seed: int =
     to16 = lambda x: x.astype(ml_dtypes.bfloat16).view(np.uint16)
     return a, b, to16(a), to16(b), rng.standard_normal(N, dtype=np.float32)
 
+# %% ../nbs/24_tensor_cores.ipynb #7fbaae6e
 def tc_check(version: int, M: int, N: int, K: int, trans_a: bool, trans_b: bool, tf32: bool = False,
              config: TcConfig | None = None, rows: int | None = None, seed: int = 0) -> dict:
     "Run a tensor-core rung on a fresh random problem and compare with float64: dict(err, err_f32) on `rows` sampled rows (all by default)."
