@@ -162,6 +162,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                            'mint.core.kernel_cache_dir': ('core.html#kernel_cache_dir', 'mint/core.py'),
                            'mint.core.mfu': ('core.html#mfu', 'mint/core.py'),
                            'mint.core.nbdev_test_summary': ('core.html#nbdev_test_summary', 'mint/core.py'),
+                           'mint.core.no_gpu_reason': ('core.html#no_gpu_reason', 'mint/core.py'),
                            'mint.core.numerical_grad': ('core.html#numerical_grad', 'mint/core.py'),
                            'mint.core.on_device': ('core.html#on_device', 'mint/core.py'),
                            'mint.core.peak_tflops': ('core.html#peak_tflops', 'mint/core.py'),
