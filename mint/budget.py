@@ -8,7 +8,7 @@ import dataclasses, itertools, math, re, time
 import numpy as np
 
 # %% auto #0
-__all__ = ['parse_budget', 'plan_steps', 'BudgetPlan', 'fit_budget']
+__all__ = ['parse_budget', 'format_budget', 'plan_steps', 'BudgetPlan', 'fit_budget']
 
 # %% ../nbs/46_budget.ipynb #fb72b364
 _UNITS = {"s": 1, "m": 60, "h": 3600, "": 60}
@@ -19,6 +19,11 @@ def parse_budget(text) -> float:
     if not m or float(m.group(1)) <= 0:
         raise ValueError(f"--budget {text!r}: give a positive time such as 5m, 90s or 1.5h (a bare number is minutes)")
     return float(m.group(1)) * _UNITS[m.group(2)]
+
+def format_budget(seconds: float) -> str:
+    "A budget as people write it: `40 s`, `5 min`, `1.5 h`."
+    if seconds < 120: return f"{seconds:g} s"
+    return f"{seconds / 60:g} min" if seconds < 7200 else f"{seconds / 3600:g} h"
 
 # %% ../nbs/46_budget.ipynb #30b5106d
 def plan_steps(left_s: float, step_s: float, val_batch_s: float, eval_every: int, eval_batches: int, n_val: int,
@@ -43,7 +48,7 @@ class BudgetPlan:
     eval_every: int
     eval_batches: int
     def line(self) -> str:
-        return (f"budget {self.budget_s / 60:.1f} min: {self.step_s:.3f} s/step over {self.measured_steps} measured steps, "
+        return (f"budget {format_budget(self.budget_s)}: {self.step_s:.3f} s/step over {self.measured_steps} measured steps, "
                 f"{self.val_batch_s:.3f} s per validation batch; {self.steps:,} steps fit (measuring took {self.spent_s:.0f} s)")
 
 def fit_budget(make_engine, tcfg, sample_batches, val: list, budget_s: float, n_skip: int = 3, n_measure: int = 8) -> tuple:
@@ -66,7 +71,7 @@ def fit_budget(make_engine, tcfg, sample_batches, val: list, budget_s: float, n_
     every = max(S0 // 5, 1)                                   # about five validations along the way
     S = plan_steps(budget_s - spent, step_s, val_batch_s, every, eval_batches, len(val))
     if S < 1:
-        raise ValueError(f"--budget {budget_s / 60:.1f} min: not even one step fits ({step_s:.2f} s per step, "
+        raise ValueError(f"--budget {format_budget(budget_s)}: not even one step fits ({step_s:.2f} s per step, "
                          f"{len(val) * val_batch_s:.0f} s for the final validation); give a longer budget or a smaller --batch-size")
     plan = BudgetPlan(budget_s, step_s, val_batch_s, n, spent, S, every, eval_batches)
     return dataclasses.replace(tcfg, steps=S, warmup=None, eval_every=every, eval_batches=eval_batches,

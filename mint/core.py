@@ -10,7 +10,7 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['PRESETS', 'ARCHS', 'PEAK_TFLOPS', 'ModelConfig', 'preset', 'seed_everything', 'simulator_enabled', 'gpu_available',
-           'get_device', 'on_device', 'gpu_info', 'peak_tflops', 'mfu', 'cuda_driver_found',
+           'cuda_driver_found', 'no_gpu_reason', 'get_device', 'on_device', 'gpu_info', 'peak_tflops', 'mfu',
            'use_simulator_without_gpu', 'gpu_cell_skipped', 'skip_gpu_cells_without_gpu', 'numerical_grad', 'rel_error',
            'cdiv', 'cjk_fonts', 'token_label', 'figure_png', 'show_figures_in_ipython', 'widget_panel',
            'nbdev_test_summary', 'kernel_cache_dir']
@@ -102,6 +102,29 @@ def gpu_available() -> bool:
     except Exception:
         return False
 
+# %% ../nbs/00_core.ipynb #d0d5a84b
+def cuda_driver_found() -> bool:
+    "True when the CUDA driver library loads (`$NUMBA_CUDA_DRIVER`, else `libcuda.so.1`/`nvcuda.dll`); checked without importing numba."
+    import ctypes, sys
+    if os.environ.get("NUMBA_CUDA_DRIVER"): names = [os.environ["NUMBA_CUDA_DRIVER"]]
+    elif sys.platform == "win32": names = ["nvcuda.dll"]
+    elif sys.platform == "darwin": names = []                       # no CUDA on macOS
+    else: names = ["libcuda.so.1", "libcuda.so"]
+    for name in names:
+        try: ctypes.CDLL(name); return True
+        except OSError: pass
+    return False
+
+def no_gpu_reason() -> str:
+    "Why no real GPU is in use, as an error message says it (the simulator mint switched on by itself is not the user's doing)."
+    if not cuda_driver_found(): return "this machine has no CUDA driver (no NVIDIA GPU)"
+    if simulator_enabled(): return "the CUDA simulator is on (NUMBA_ENABLE_CUDASIM=1)"
+    return "no CUDA device found"
+
+def _in_ipython() -> bool:
+    ipy = sys.modules.get("IPython")
+    return bool(ipy and ipy.get_ipython() is not None)
+
 # %% ../nbs/00_core.ipynb #e5a60b98
 def get_device(device: str = "auto") -> str:
     "Resolve `device` ('cpu', 'cuda' or 'auto') to 'cpu' or 'cuda'; 'cuda' without a GPU raises `RuntimeError`."
@@ -110,8 +133,7 @@ def get_device(device: str = "auto") -> str:
     if device == "cpu": return "cpu"
     if gpu_available(): return "cuda"
     if device == "cuda":
-        why = "the CUDA simulator is on (NUMBA_ENABLE_CUDASIM=1)" if simulator_enabled() else "no CUDA device found"
-        raise RuntimeError(f"--device cuda: {why}; use --device cpu (or auto)")
+        raise RuntimeError(f"--device cuda: {no_gpu_reason()}; use --device cpu (or auto)")
     return "cpu"
 
 def on_device(a) -> bool:
@@ -156,23 +178,6 @@ def mfu(tokens_per_s: float, flops_per_token: float, device_name: str | None, pr
     "Model FLOPs utilisation in [0, 1]: tokens_per_s × flops_per_token ÷ the device's peak; None for an unknown device."
     peak = peak_tflops(device_name, precision)
     return None if not peak else tokens_per_s * flops_per_token / (peak * 1e12)
-
-# %% ../nbs/00_core.ipynb #d0d5a84b
-def cuda_driver_found() -> bool:
-    "True when the CUDA driver library loads (`$NUMBA_CUDA_DRIVER`, else `libcuda.so.1`/`nvcuda.dll`); checked without importing numba."
-    import ctypes, sys
-    if os.environ.get("NUMBA_CUDA_DRIVER"): names = [os.environ["NUMBA_CUDA_DRIVER"]]
-    elif sys.platform == "win32": names = ["nvcuda.dll"]
-    elif sys.platform == "darwin": names = []                       # no CUDA on macOS
-    else: names = ["libcuda.so.1", "libcuda.so"]
-    for name in names:
-        try: ctypes.CDLL(name); return True
-        except OSError: pass
-    return False
-
-def _in_ipython() -> bool:
-    ipy = sys.modules.get("IPython")
-    return bool(ipy and ipy.get_ipython() is not None)
 
 # %% ../nbs/00_core.ipynb #6088c495
 def use_simulator_without_gpu() -> bool:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 import ctypes, ctypes.util, functools
 import numpy as np
-from .core import simulator_enabled  # before numba: without a GPU it switches the simulator on
+from .core import simulator_enabled, no_gpu_reason  # before numba: without a GPU it switches the simulator on
 from numba import cuda
 from .kernels import check_args, gemm_dims, grid1d, stream_handle
 
@@ -52,12 +52,12 @@ def _libcublas_path() -> str | None:
 def load_cublas() -> ctypes.CDLL:
     "libcublas through ctypes with the signatures of `_CUBLAS_ARGS`, loaded on first use; RuntimeError with the fix when unavailable."
     if simulator_enabled():
-        raise RuntimeError("GEMM provider 'cublas' needs a real GPU: the CUDA simulator is on (NUMBA_ENABLE_CUDASIM=1); use 'mint'")
+        raise RuntimeError(f"cuBLAS needs a real GPU: {no_gpu_reason()}; use GEMM provider 'mint'")
     path = _libcublas_path()
     try: lib = ctypes.CDLL(path or "libcublas.so")
     except OSError as e:
-        raise RuntimeError(f"GEMM provider 'cublas' needs the cuBLAS library ({e}): pip install 'mint[cublas12]' for a CUDA 12 "
-                           "driver or 'mint[cublas13]' for CUDA 13 (nvidia-smi shows it); or use provider 'mint'") from None
+        raise RuntimeError(f"the cuBLAS library did not load ({e}): pip install 'mint[cublas12]' for a CUDA 12 "
+                           "driver or 'mint[cublas13]' for CUDA 13 (nvidia-smi shows it); or use GEMM provider 'mint'") from None
     for name, args in _CUBLAS_ARGS.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, ctypes.c_int

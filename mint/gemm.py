@@ -6,7 +6,7 @@
 from __future__ import annotations
 import contextlib, dataclasses, functools, time
 import numpy as np
-from .core import cdiv, rel_error, simulator_enabled  # before numba: without a GPU it switches the simulator on
+from .core import cdiv, rel_error, simulator_enabled, no_gpu_reason  # before numba: without a GPU it switches the simulator on
 from numba import cuda, float32
 from .kernels import launch, grid2d, check_args, gemm_dims
 from .cublas import cublas_gemm, load_cublas
@@ -598,9 +598,11 @@ def set_gemm_provider(name: str) -> str:
     "Route `launch_gemm` to 'mint' (v5), 'cublas' (cuBLAS FP32), 'cublas-tf32', 'cublas-bf16' or 'tc' (v7, chapter 24); returns the previous provider."
     global _provider
     if name not in GEMM_PROVIDERS: raise ValueError(f"unknown GEMM provider {name!r}; choose one of {', '.join(GEMM_PROVIDERS)}")
-    if name == "tc" and simulator_enabled():   # fail here, with the reason and the fix, not at the first GEMM
-        raise RuntimeError("GEMM provider 'tc' needs a real GPU (its kernels are CUDA C++): the CUDA simulator is on; use 'mint'")
-    if name.startswith("cublas"): load_cublas()
+    if name != "mint" and simulator_enabled():   # fail here, naming the provider, the reason and the fix, not at the first GEMM
+        raise RuntimeError(f"GEMM provider {name!r} needs a real GPU: {no_gpu_reason()}; use 'mint'")
+    if name.startswith("cublas"):
+        try: load_cublas()
+        except RuntimeError as e: raise RuntimeError(f"GEMM provider {name!r}: {e}") from None
     prev, _provider = _provider, name
     return prev
 

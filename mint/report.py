@@ -9,16 +9,17 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 import numpy as np
-from .core import ModelConfig, gpu_info
+from .core import ModelConfig, gpu_info, mfu
 from .vocab import Vocab
-from .model import param_specs, n_params
+from .model import param_specs, n_params, flops_per_token
+from .gemm import BF16_PROVIDERS, get_gemm_provider
 from .checkpoint import atomic_write, load_checkpoint, runs_dir
 from .loop import TrainConfig
 
 # %% auto #0
-__all__ = ['FP32_PEAK', 'LM_PROMPTS', 'CHAT_PROMPTS', 'EMPTY_SAMPLE', 'param_table', 'model_flops_per_token', 'mfu',
-           'plot_history', 'text_curve_line', 'LiveCurves', 'figure_svg', 'curves_figure', 'external_references',
-           'sample_texts', 'run_history', 'training_rows', 'render_report', 'write_report', 'demo_dir']
+__all__ = ['LM_PROMPTS', 'CHAT_PROMPTS', 'EMPTY_SAMPLE', 'param_table', 'gemm_unit', 'run_mfu', 'plot_history', 'text_curve_line',
+           'LiveCurves', 'figure_svg', 'curves_figure', 'external_references', 'sample_texts', 'run_history',
+           'training_rows', 'bits_table', 'render_report', 'write_report', 'demo_dir']
 
 # %% ../nbs/38_report.ipynb #2e6889bb
 def _component(name: str) -> str:
@@ -39,20 +40,14 @@ def param_table(cfg: ModelConfig) -> list[dict]:
     return list(rows.values())
 
 # %% ../nbs/38_report.ipynb #94c6d6ae
-# FP32 (non-tensor-core) peaks in FLOP/s, from the vendors' datasheets; matched by a substring of the device name
-FP32_PEAK = {"H200": 67e12, "H100": 67e12, "A100": 19.5e12, "L40S": 91.6e12, "L4": 30.3e12, "A10": 31.2e12,
-             "RTX 4090": 82.6e12, "RTX 3090": 35.6e12, "V100": 15.7e12, "T4": 8.1e12}
-
-def model_flops_per_token(cfg: ModelConfig, seq_len: int | None = None) -> float:
-    "Training FLOPs per token: 6·(parameters that multiply) + 12·n_layers·seq_len·d_model (attention scores and values)."
-    T = seq_len or cfg.max_seq_len
-    return 6 * (n_params(cfg) - cfg.vocab_size * cfg.d_model) + 12 * cfg.n_layers * T * cfg.d_model
+def gemm_unit(provider: str) -> str:
+    "The unit whose dense peak divides a run's MFU: 'bf16' for the providers that multiply bf16 (cublas-bf16, tc), 'tf32' for cublas-tf32, else 'fp32'."
+    return "bf16" if provider in BF16_PROVIDERS else "tf32" if provider == "cublas-tf32" else "fp32"
 
 # %% ../nbs/38_report.ipynb #a33c26f1
-def mfu(tokens_per_s: float, cfg: ModelConfig, seq_len: int | None, device_name: str | None) -> float | None:
-    "Model FLOPs utilisation against the FP32 peak of `device_name` (`FP32_PEAK`); None when the device is unknown."
-    peak = next((v for k, v in FP32_PEAK.items() if device_name and k in device_name), None)
-    return tokens_per_s * model_flops_per_token(cfg, seq_len) / peak if peak else None
+def run_mfu(tokens_per_s: float, cfg: ModelConfig, seq_len: int | None, device_name: str | None, unit: str = "fp32") -> float | None:
+    "MFU of a training run: `flops_per_token(cfg, seq_len)` × tokens/s over the dense `unit` peak of `device_name`; None when the device is unknown."
+    return mfu(tokens_per_s, flops_per_token(cfg, seq_len), device_name, unit)
 
 # %% ../nbs/38_report.ipynb #1c7da186
 import sys
@@ -220,26 +215,38 @@ def training_rows(tc: dict, cfg: ModelConfig | None) -> dict:
         if v is None: rows[k] = resolved.get(k) if resolved.get(k) is not None else _DEFAULT_MEANS.get(k, "default")
     return rows
 
+# %% ../nbs/38_report.ipynb #b175ab1e
+def bits_table(b: dict) -> str:
+    "The validation loss in three units beside the two floors on the same text (a summary's `bits`, chapter 45), as an HTML table."
+    rows = [("model", b["nats_per_token"], b["bits_per_char"], b["bits_per_byte"]),
+            ("unigram (ignores context)", b["unigram_nats_per_token"], None, b["unigram_bits_per_byte"]),
+            ("lzma -9e (general compressor)", None, None, b["lzma_bits_per_byte"])]
+    cell = lambda v: f"<td class=n>{'—' if v is None else f'{v:,.4f}'}</td>"
+    return ("<table><tr><th></th><th>nats/token</th><th>bits/char</th><th>bits/byte</th></tr>"
+            + "".join(f"<tr><td>{_e(n)}</td>{cell(a)}{cell(c)}{cell(y)}</tr>" for n, a, c, y in rows) + "</table>")
+
 # %% ../nbs/38_report.ipynb #a9a41dd1
 def render_report(name: str, hist: dict, summary: dict, cfg: ModelConfig | None, meta: dict, samples: list) -> str:
     "The report page (HTML text) of one run: key figures, problems (if any), curves, data, configs, parameter table, samples."
     s = summary
     val = s.get("val_loss", meta.get("val_loss", min(hist["val_loss"], default=math.nan)))
-    key = {"best validation loss (nats/char)": _num(val),
+    key = {"best validation loss (nats/token)": _num(val),
            "perplexity": _num(math.exp(val) if isinstance(val, (int, float)) and val < 700 else math.nan, "{:,.1f}"),
            "at step": _e(s.get("best_step", meta.get("step", "?"))),
            "steps": _e(s.get("steps", len(hist["step"]))),
            "tokens/s": _num(s.get("tokens_per_s", math.nan), "{:,.0f}"),
            "training time": _num(s.get("train_seconds", math.nan), "{:,.0f} s"),
            "device": _e(s.get("gpu") or s.get("device", "?"))}
-    if "unigram_entropy" in s: key["unigram entropy (nats/char)"] = _num(s["unigram_entropy"])
-    if s.get("mfu") is not None: key["MFU (of FP32 peak)"] = _num(100 * s["mfu"], "{:.2f} %")
+    if s.get("bits"): key["bits/byte"] = _num(s["bits"]["bits_per_byte"], "{:,.4f}")
+    if "unigram_entropy" in s: key["unigram entropy (nats/token)"] = _num(s["unigram_entropy"])
+    if s.get("mfu") is not None: key[f"MFU (of {s.get('mfu_unit', 'fp32').upper()} peak)"] = _num(100 * s["mfu"], "{:.2f} %")
     parts = [f"<h1>Mint training report: {_e(name)}</h1>",
              f"<p class=muted>{_e(s.get('stopped', 'finished'))}; written {_e(time.strftime('%Y-%m-%d %H:%M'))}</p>",
              '<div class=key>' + "".join(f"<div>{k}<b>{v}</b></div>" for k, v in key.items()) + "</div>"]
     if s.get("problems"):                                          # what made the run fail (its exit code 1), first
         parts += ["<h2 class=bad>Problems</h2><ul>" + "".join(f"<li>{_e(p)}</li>" for p in s["problems"]) + "</ul>"]
     parts += ["<h2>Curves</h2>", figure_svg(curves_figure(hist)) if hist["step"] else "<p>no training step was completed</p>"]
+    if s.get("bits"): parts += ["<h2>Validation in comparable units</h2>", bits_table(s["bits"])]
     data = {k: s[k] for k in ("data", "kind", "train_samples", "val_samples") if k in s}
     if data: parts += ["<h2>Data</h2>", _kv_table(data)]
     if cfg is not None:
@@ -268,7 +275,8 @@ def write_report(run_dir, summary: dict | None = None, prompts=None) -> Path:
         cfg = ModelConfig.from_dict(summary["config"]) if summary.get("config") else None
         if summary.get("gpu") and cfg is not None:
             T = (summary.get("train_config") or {}).get("seq_len") or cfg.max_seq_len
-            summary["mfu"] = mfu(summary.get("tokens_per_s", 0.0), cfg, T, summary["gpu"])
+            summary.setdefault("mfu_unit", gemm_unit(get_gemm_provider()))     # the provider this run multiplied with
+            summary["mfu"] = run_mfu(summary.get("tokens_per_s", 0.0), cfg, T, summary["gpu"], summary["mfu_unit"])
         atomic_write(d / "summary.json", lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=1, ensure_ascii=False)))
     elif (d / "summary.json").exists():
         summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))

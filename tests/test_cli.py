@@ -187,8 +187,9 @@ def test_gpu_command_without_gpu(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("args, words", [(["--device", "cpu", "--gemm", "cublas"], ["--gemm cublas", "GPU training"]),
-                                         (["--gemm", "cublas-tf32"], ["cublas", "simulator"]),
-                                         (["--gemm", "tc"], ["'tc'", "simulator"]),
+                                         (["--gemm", "cublas-tf32"], ["'cublas-tf32'", "needs a real GPU", "use 'mint'"]),
+                                         (["--gemm", "cublas-bf16"], ["'cublas-bf16'", "needs a real GPU", "use 'mint'"]),
+                                         (["--gemm", "tc"], ["'tc'", "needs a real GPU", "use 'mint'"]),
                                          (["--device", "cpu", "--gemm", "cublas-bf16"], ["--gemm cublas-bf16", "GPU training"]),
                                          (["--device", "cuda", "--ranks", "2", "--gemm", "cublas"], ["--gemm cublas", "one process"])])
 def test_gemm_provider_errors_before_training(args, words, tmp_path, capsys, monkeypatch):

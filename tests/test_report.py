@@ -25,6 +25,10 @@ def test_train_writes_a_self_contained_report_and_mint_report_rebuilds_it(tmp_pa
     assert "<td>None</td>" not in page
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["steps"] == 10 and summary["train_samples"] + summary["val_samples"] == 300
+    b = summary["bits"]                               # the report shows the loss in comparable units beside its floors
+    for v in (b["bits_per_byte"], b["unigram_bits_per_byte"], b["lzma_bits_per_byte"]):
+        assert f"{v:,.4f}" in page, v
+    assert "Validation in comparable units" in page and "bits/byte" in page
     report.unlink()
     assert main(["report", str(out)]) == 0
     assert capsys.readouterr().out.strip() == str(report) and report.exists()
