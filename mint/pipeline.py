@@ -5,21 +5,61 @@
 # %% ../nbs/37_pipeline.ipynb #55214abc
 from __future__ import annotations
 from collections import Counter
-import math, os, time, sys, json, shutil, hashlib, tempfile, dataclasses, contextlib
+import lzma, math, os, time, sys, json, shutil, hashlib, tempfile, dataclasses, contextlib
 from dataclasses import asdict
 from pathlib import Path
 import numpy as np
 from .core import preset, get_device, ARCHS
 from .vocab import Vocab
+from .data import unigram_entropy
 from .tokenizer import build_tokenizer, encode_corpus, tokenizer_kind, TOKENIZER_KINDS
 from .model import init_params, n_params
-from .evaluate import bits_summary, format_bits
 from .train import TrainConfig, train, check_memory, CpuEngine
 
 # %% auto #0
-__all__ = ['RESUMABLE_CHANGES', 'REPLACED_FILES', 'load_samples', 'default_run_dir', 'check_out_dir', 'data_fingerprint',
-           'safe_exp', 'train_corpus', 'resume_corpus', 'write_run_report', 'format_report', 'set_aside',
-           'settle_aside', 'check_tokenizer_options', 'Run', 'fit']
+__all__ = ['RESUMABLE_CHANGES', 'REPLACED_FILES', 'text_size', 'units', 'lzma_bits_per_byte', 'floors', 'bits_summary',
+           'format_bits', 'load_samples', 'default_run_dir', 'check_out_dir', 'data_fingerprint', 'safe_exp',
+           'train_corpus', 'resume_corpus', 'write_run_report', 'format_report', 'set_aside', 'settle_aside',
+           'check_tokenizer_options', 'Run', 'fit']
+
+# %% ../nbs/37_pipeline.ipynb #a27b8f62
+def text_size(texts) -> tuple[int, int]:
+    "(characters, UTF-8 bytes) of the non-empty `texts` joined by one separator, as `encode_corpus` joins them."
+    docs = [t for t in texts if t]
+    sep = max(len(docs) - 1, 0)
+    return sum(map(len, docs)) + sep, sum(len(t.encode("utf-8")) for t in docs) + sep
+
+def units(total_nats: float, n_targets: int, n_chars: int, n_bytes: int) -> dict:
+    "nats/token, bits/char and bits/byte of a summed loss."
+    return dict(nats_per_token=total_nats / n_targets, bits_per_char=total_nats / (n_chars * math.log(2)),
+                bits_per_byte=total_nats / (n_bytes * math.log(2)))
+
+# %% ../nbs/37_pipeline.ipynb #b35f0053
+def lzma_bits_per_byte(text: str) -> float:
+    "Bits per UTF-8 byte of `text` compressed by LZMA2 at its strongest preset (9 | PRESET_EXTREME), as a raw stream (no container header)."
+    raw = text.encode("utf-8")
+    if not raw: raise ValueError("lzma_bits_per_byte: empty text")
+    packed = lzma.compress(raw, format=lzma.FORMAT_RAW, filters=[{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}])
+    return 8 * len(packed) / len(raw)
+
+def floors(texts, tokens) -> dict:
+    "The unigram entropy of `tokens` and lzma's rate on the joined `texts`, in bits/byte (and the unigram in nats/token)."
+    C, B = text_size(texts)
+    H = unigram_entropy(tokens)
+    return dict(unigram_nats_per_token=H, unigram_bits_per_byte=units(H * (len(tokens) - 1), len(tokens) - 1, C, B)["bits_per_byte"],
+                lzma_bits_per_byte=lzma_bits_per_byte("\n".join(t for t in texts if t)))
+
+# %% ../nbs/37_pipeline.ipynb #ddbce068
+def bits_summary(val_loss: float, tokens, texts) -> dict:
+    "A mean validation loss (nats/token over the len(tokens)-1 targets of `tokens`, the encoded `texts`) in the three units, with the two floors."
+    n = len(tokens) - 1
+    C, B = text_size(texts)
+    return dict(units(val_loss * n, n, C, B), **floors(texts, tokens))
+
+def format_bits(b: dict) -> str:
+    "One line of a run's summary: bits/char and bits/byte, and the floors on the same text."
+    return (f"= {b['bits_per_char']:.4f} bits/char = {b['bits_per_byte']:.4f} bits/byte; floors on the same text: "
+            f"unigram {b['unigram_bits_per_byte']:.4f}, lzma -9e {b['lzma_bits_per_byte']:.4f} bits/byte")
 
 # %% ../nbs/37_pipeline.ipynb #43377d20
 def _dropped_note(dropped: Counter, prefix: str = "; dropped: ") -> str:
@@ -249,7 +289,7 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
                config=cfg.to_dict(), train_config={**asdict(tcfg), "base_lr": tcfg.base_lr, "warmup_steps": tcfg.warmup_steps})
     if kind == "lm": rep["unigram_entropy"] = D.unigram_entropy(va)
     if plan is not None: rep["budget"] = dict(dataclasses.asdict(plan), line=plan.line())
-    if kind == "lm" and math.isfinite(res.best_val): rep["bits"] = bits_summary(res.best_val, va, val_s)   # mint.evaluate
+    if kind == "lm" and math.isfinite(res.best_val): rep["bits"] = bits_summary(res.best_val, va, val_s)
     if ranks > 1 or grad_accum > 1:
         ms = res.history.get("allreduce_ms", [])[1:]      # step 1 includes the communicator's first connection
         rep.update(ranks=ranks, grad_accum=grad_accum, allreduce_ms=float(np.mean(ms)) if ms else None)
