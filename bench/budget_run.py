@@ -8,7 +8,7 @@ budget; the headline is the best validation bits per UTF-8 byte.
 Mint runs `mint.pipeline.train_corpus(..., budget=...)` (what `mint train --budget` runs). The peer is
 bench/torch_model.py's `MintTorch` (same initial weights by name, Adam β 0.9/0.999, clip 50, `mint.optim.lr_at`),
 timed the same way (`mint.budget.fit`-style: a throwaway copy for a few steps, then `mint.budget.plan_steps`). Both
-bits/byte come from `mint.evaluate.bits_summary` on the same validation text. Appends a record to
+bits/byte come from `mint.pipeline.bits_summary` on the same validation text. Appends a record to
 bench/results/budget_run.jsonl and prints a table.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 from mint import data as D  # noqa: E402
 from mint.budget import parse_budget, plan_steps  # noqa: E402
 from mint.core import preset, seed_everything  # noqa: E402
-from mint.evaluate import bits_summary  # noqa: E402
+from mint.pipeline import bits_summary  # noqa: E402
 from mint.model import init_params  # noqa: E402
 from mint.optim import lr_at, warmup_steps  # noqa: E402
 from mint.pipeline import train_corpus  # noqa: E402

@@ -1,6 +1,6 @@
 """Char against BPE on People's Daily at equal compute: the same preset, steps, batch and sequence length (so the same
 number of token positions through the same model body; BPE's head is wider), scored per token, per character and
-per UTF-8 byte on the same validation text (`mint.evaluate.bits_summary`, what `mint train` prints).
+per UTF-8 byte on the same validation text (`mint.pipeline.bits_summary`, what `mint train` prints).
 
     nice -n 10 python bench/tokenizer_compare.py --steps 150 --batch-size 16 --max 3000
 

@@ -28,12 +28,14 @@ __all__ = ['fault_hook', 'CHUNK', 'FORMAT', 'LEGACY_FORMAT', 'STATE_NAME', 'LOCK
 class CheckpointError(ValueError):
     "A checkpoint that cannot be loaded: missing, corrupt, truncated, modified, or not matching its config."
 
+# %% ../nbs/35_checkpoint.ipynb #cebfd9b5
 _HINTS = {errno.ENOSPC: "the disk is full: free some space or choose another --out",
           errno.EROFS: "the file system is read-only: choose another --out",
           errno.EACCES: "no permission to write there: choose another --out",
           errno.EPERM: "no permission to write there: choose another --out",
           getattr(errno, "EDQUOT", -1): "the disk quota is exceeded: free some space or choose another --out"}
 
+# %% ../nbs/35_checkpoint.ipynb #408d434b
 class SaveError(OSError):
     "A file could not be written (disk full, permission, read-only folder); `str(e)` is one line naming the file and what to do."
     def __init__(self, path, err: OSError):
@@ -43,12 +45,15 @@ class SaveError(OSError):
         hint = _HINTS.get(self.errno)
         return f"cannot write {self.path}: {self.strerror}" + (f" ({hint})" if hint else "")
 
+# %% ../nbs/35_checkpoint.ipynb #8c82178f
 fault_hook = None        # tests: fault_hook(point, path) is called at each stage of every atomic write
 CHUNK = 1 << 20          # bytes per write() call (a fault point after each)
 
+# %% ../nbs/35_checkpoint.ipynb #fba237f9
 def _at(point: str, path: Path):
     if fault_hook is not None: fault_hook(point, path)
 
+# %% ../nbs/35_checkpoint.ipynb #5290a0a2
 def _fsync_dir(folder: Path):
     "fsync a folder so that a rename in it is on disk (a no-op where folders cannot be opened, e.g. Windows)."
     try: fd = os.open(folder, os.O_RDONLY)
@@ -57,6 +62,7 @@ def _fsync_dir(folder: Path):
     except OSError: pass
     finally: os.close(fd)
 
+# %% ../nbs/35_checkpoint.ipynb #f7057e4c
 def atomic_write(path, data) -> Path:
     "Write `data` (bytes, str as UTF-8, or a function `write(tmp_path)`) to `path`: temp file in the same folder, fsync, rename, fsync of the folder. A crash leaves the old file or the new one; an error raises `SaveError` naming `path`."
     path = Path(path)
@@ -92,14 +98,17 @@ def atomic_write(path, data) -> Path:
         raise
     return path
 
+# %% ../nbs/35_checkpoint.ipynb #294ac529
 _TEMP = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 
+# %% ../nbs/35_checkpoint.ipynb #ba89f2ce
 def temp_files(folder) -> list[Path]:
     "Temp files of `atomic_write` in `folder` (left there by a process killed mid-save), oldest first."
     folder = Path(folder)
     if not folder.is_dir(): return []
     return sorted((p for p in folder.iterdir() if _TEMP.match(p.name) and p.is_file()), key=lambda p: p.stat().st_mtime)
 
+# %% ../nbs/35_checkpoint.ipynb #1c127b16
 def clean_temp_files(folder) -> list[Path]:
     "Remove the temp files of interrupted saves in `folder` (only safe while no run writes there: see `RunLock`); returns what was removed."
     gone = []
@@ -113,6 +122,7 @@ FORMAT = "mint-checkpoint-v2"
 LEGACY_FORMAT = "mint-checkpoint-v1"      # weights + a JSON sidecar; the same JSON was already in the header
 STATE_NAME = "train_state.safetensors"    # a run's training state (chapter 13), not a model
 
+# %% ../nbs/35_checkpoint.ipynb #d38d4084
 def content_checksum(info: dict, tensors: dict) -> str:
     "`sha256:<hex>` of `info` without its 'checksum' (canonical JSON) and of each tensor's name, dtype, shape and bytes, by name."
     h = hashlib.sha256(json.dumps({k: v for k, v in info.items() if k != "checksum"}, sort_keys=True,
@@ -123,6 +133,7 @@ def content_checksum(info: dict, tensors: dict) -> str:
         h.update(memoryview(a).cast("B"))
     return "sha256:" + h.hexdigest()
 
+# %% ../nbs/35_checkpoint.ipynb #539f50a8
 def write_unit(path, tensors: dict, info: dict) -> Path:
     "Write `tensors` (name -> array) and `info` (JSON-able, stored under the header key 'mint' with its checksum) as one safetensors file, atomically."
     info = {**info, "checksum": content_checksum(info, tensors)}
@@ -135,6 +146,7 @@ def _legacy_sidecar(path: Path) -> dict | None:
     try: return json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
     except (OSError, ValueError): return None
 
+# %% ../nbs/35_checkpoint.ipynb #1dd699b9
 def read_info(path) -> dict:
     "The JSON stored in a Mint safetensors file's header (only the header is read); `CheckpointError` if the file is missing, truncated or not Mint's."
     path = Path(path)
@@ -152,6 +164,7 @@ def read_info(path) -> dict:
     if not isinstance(info, dict): raise CheckpointError(f"{path}: the header's JSON is not an object")
     return info
 
+# %% ../nbs/35_checkpoint.ipynb #dd647f50
 def read_unit(path, expected: dict, info: dict | None = None) -> dict:
     "The tensors of `path` (name -> float32 array), read after checking their names, dtype and shapes against `expected` (name -> shape); the checksum is verified when the header has one."
     path = Path(path)
@@ -181,6 +194,7 @@ def read_unit(path, expected: dict, info: dict | None = None) -> dict:
                                   f"{got[:19]}…): the file was modified or damaged after it was saved")
     return tensors
 
+# %% ../nbs/35_checkpoint.ipynb #20a69453
 def _nonfinite(path: Path, a: np.ndarray, what: str):
     bad = int(a.size - np.count_nonzero(np.isfinite(a)))
     if bad: raise CheckpointError(f"{path}: {bad:,} of {a.size:,} {what} are NaN or infinite (a diverged run?); it cannot be used")
@@ -196,6 +210,7 @@ class Checkpoint:
     path: Path
     format: str = FORMAT
 
+# %% ../nbs/35_checkpoint.ipynb #84058453
 def config_and_vocab(path, info: dict) -> tuple[ModelConfig, Vocab]:
     "The `ModelConfig` and `Vocab` in a header's JSON, checked against each other; `CheckpointError` naming `path`."
     try: cfg = ModelConfig.from_dict(info["config"]); vocab = tokenizer_from_dict(info["vocab"])   # a Vocab or a BPETokenizer
@@ -205,6 +220,7 @@ def config_and_vocab(path, info: dict) -> tuple[ModelConfig, Vocab]:
         raise CheckpointError(f"{path}: vocab has {len(vocab)} entries, config.vocab_size is {cfg.vocab_size}")
     return cfg, vocab
 
+# %% ../nbs/35_checkpoint.ipynb #9ecd1078
 def save_checkpoint(path, params: np.ndarray, cfg: ModelConfig, vocab: Vocab, meta: dict | None = None) -> Path:
     "Write the model checkpoint `path` (.safetensors: weights under HF names + config, vocab, meta and checksum in the header) atomically; non-finite weights raise `ValueError`."
     path = Path(path)
@@ -222,6 +238,7 @@ def save_checkpoint(path, params: np.ndarray, cfg: ModelConfig, vocab: Vocab, me
         old.unlink()
     return path
 
+# %% ../nbs/35_checkpoint.ipynb #536a5b34
 def resolve_checkpoint(path) -> Path:
     "A `.safetensors` path from a checkpoint, its old `.json` sidecar, or a run folder (its best.safetensors, else its newest checkpoint)."
     path = Path(path)
@@ -233,6 +250,7 @@ def resolve_checkpoint(path) -> Path:
     if not path.exists(): raise CheckpointError(f"{path}: checkpoint not found")
     return path
 
+# %% ../nbs/35_checkpoint.ipynb #82866895
 def load_checkpoint(path) -> Checkpoint:
     "Load a model checkpoint (file or run folder), checked: config and vocab against the tensors (names, shapes, float32), checksum, finite weights; `CheckpointError` with a one-line reason."
     path = resolve_checkpoint(path)
@@ -252,11 +270,13 @@ def load_checkpoint(path) -> Checkpoint:
     _nonfinite(path, params, "weights")
     return Checkpoint(params, cfg, vocab, info.get("meta", {}), path, fmt)
 
+# %% ../nbs/35_checkpoint.ipynb #cf602d2e
 def checkpoint_meta(path) -> dict:
     "The `meta` of a checkpoint (step, val_loss, kind, ...), from its header only, for listings; {} if it cannot be read."
     try: return read_info(path).get("meta", {}) or {}
     except CheckpointError: return {}
 
+# %% ../nbs/35_checkpoint.ipynb #0983b1ca
 def walk_files(root, suffix: str = ".safetensors", recursive: bool = True, problems: dict | None = None) -> list[Path]:
     "Files under `root` whose name ends with `suffix`, found without following symlinked folders (a symlink loop cannot hang or break it) and skipping hidden folders (an export's temp folder, a run set aside); a link that leads nowhere or an unreadable folder goes into `problems` (path -> reason)."
     root, found = Path(root), []
@@ -273,10 +293,12 @@ def walk_files(root, suffix: str = ".safetensors", recursive: bool = True, probl
             found.append(p)
     return found
 
+# %% ../nbs/35_checkpoint.ipynb #7212ba52
 def _mtime(p: Path) -> float:
     try: return p.stat().st_mtime
     except OSError: return 0.0                             # gone since it was found: sorts last
 
+# %% ../nbs/35_checkpoint.ipynb #a0d4c6fb
 def list_checkpoints(root=None, recursive: bool = True, problems: dict | None = None) -> list[Path]:
     "All model checkpoints (`.safetensors`, not training states) under `root` (default `runs_dir()`), newest first; `problems` as in `walk_files`."
     root = Path(root) if root is not None else runs_dir()
@@ -294,6 +316,7 @@ def _is_mint_project(folder: Path) -> bool:
         return re.search(r'(?m)^name\s*=\s*["\']mint["\']', f.read_text(encoding="utf-8")) is not None
     except (OSError, ValueError): return False
 
+# %% ../nbs/35_checkpoint.ipynb #e0c66fca
 def runs_dir() -> Path:
     "Where runs live: $MINT_HOME/runs; else runs/ of the nearest folder at or above the working directory with a pyproject.toml of project 'mint'; else ~/.mint/runs."
     if os.environ.get("MINT_HOME"): return Path(os.environ["MINT_HOME"]).expanduser() / "runs"
@@ -305,12 +328,15 @@ def runs_dir() -> Path:
 # %% ../nbs/35_checkpoint.ipynb #f3e5b931
 LOCK_NAME = "mint.lock"
 
+# %% ../nbs/35_checkpoint.ipynb #29236fb5
 class RunLockedError(RuntimeError):
     "The run folder is in use by another live run."
 
+# %% ../nbs/35_checkpoint.ipynb #a53330b3
 try: import fcntl
 except ImportError: fcntl = None
 
+# %% ../nbs/35_checkpoint.ipynb #6e239680
 def _try_lock(fd: int) -> bool:
     if fcntl is not None:
         try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); return True
@@ -321,16 +347,19 @@ def _try_lock(fd: int) -> bool:
     try: msvcrt.locking(fd, msvcrt.LK_NBLCK, 1); return True
     except OSError: return False
 
+# %% ../nbs/35_checkpoint.ipynb #9e3ff229
 def _read_holder(path: Path) -> dict:
     try: return json.loads(path.read_text(encoding="utf-8") or "{}")
     except (OSError, ValueError): return {}
 
+# %% ../nbs/35_checkpoint.ipynb #2a93beea
 def describe_holder(h: dict) -> str:
     "One line naming a lock's holder: pid, host, start time, command."
     cmd = h.get("command", "?")
     cmd = cmd if len(cmd) <= 80 else cmd[:77] + "..."
     return f"pid {h.get('pid', '?')} on {h.get('host', '?')}, started {h.get('started', '?')}: {cmd}"
 
+# %% ../nbs/35_checkpoint.ipynb #a27731f7
 def lock_holder(folder) -> dict | None:
     "Who holds the lock of run folder `folder` (pid, host, started, command), or None when no live run holds it."
     p = Path(folder) / LOCK_NAME
@@ -343,6 +372,7 @@ def lock_holder(folder) -> dict | None:
         fcntl.flock(fd, fcntl.LOCK_UN); return None
     finally: os.close(fd)
 
+# %% ../nbs/35_checkpoint.ipynb #86f46b67
 class RunLock:
     "Hold run folder `folder` for this process (re-entrant): creates it, takes FOLDER/mint.lock or raises `RunLockedError` naming the holder, notes a lock left by a dead run, removes temp files of interrupted saves."
     _held: dict = {}                                       # resolved folder -> [fd, depth]
@@ -401,9 +431,11 @@ EXPORT_MARKER = "mint_export.json"            # the last file of every folder `m
 RUN_FILES = ("best.safetensors", STATE_NAME, LOCK_NAME, "history.json")   # any of them (or step-*.safetensors): a run folder
 OUTPUT_KINDS = ("hf", "gguf", "run", "report", "cache")
 
+# %% ../nbs/35_checkpoint.ipynb #98325064
 class OutputError(ValueError):
     "An output that would write over a run, over files a command did not write, or into a live run's folder."
 
+# %% ../nbs/35_checkpoint.ipynb #24923680
 def run_files(folder) -> list[str]:
     "The names of the run files in `folder` (`RUN_FILES`, saved steps), [] when it is not a run folder."
     folder = Path(folder)
@@ -411,11 +443,13 @@ def run_files(folder) -> list[str]:
     except OSError: return []
     return sorted(n for n in names if n in RUN_FILES or (n.startswith("step-") and n.endswith(".safetensors")))
 
+# %% ../nbs/35_checkpoint.ipynb #c6b2b95b
 def _what_run(folder: Path, names: list[str]) -> str:
     h = lock_holder(folder) if LOCK_NAME in names else None
     held = f"; a live run holds it: {describe_holder(h)}" if h else ""
     return f"it holds {', '.join(names[:3])}{' …' if len(names) > 3 else ''}{held}"
 
+# %% ../nbs/35_checkpoint.ipynb #81657449
 def export_marker(path) -> dict | None:
     "The marker of a previous export at `path` (a folder with `EXPORT_MARKER`, or a GGUF file with the key `mint.export`), None if it has none."
     path = Path(path)
@@ -432,6 +466,7 @@ def export_marker(path) -> dict | None:
         except Exception: return None                      # not a GGUF (or no gguf package): no marker
     return None
 
+# %% ../nbs/35_checkpoint.ipynb #5146fe0c
 def _runs_below(folder: Path, depth: int = 2) -> list[Path]:
     "Run folders among the subfolders of `folder`, `depth` levels down (links not followed)."
     found, level = [], [folder]
@@ -444,6 +479,7 @@ def _runs_below(folder: Path, depth: int = 2) -> list[Path]:
         level = nxt
     return sorted(found)
 
+# %% ../nbs/35_checkpoint.ipynb #db03076c
 def check_output(out, kind: str, overwrite: bool = False, source=None) -> Path:
     "The one check of every command that writes, before it writes: `kind` 'hf' (a folder an export makes), 'gguf' (a file an export makes), 'run' (`mint train --out`), 'report' (a run's report), 'cache' (a corpus cache file, e.g. a wiki dump's JSONL); `source` the checkpoint read. Returns `out`; `OutputError` naming the path and the reason."
     if kind not in OUTPUT_KINDS: raise ValueError(f"check_output: kind must be one of {OUTPUT_KINDS}, got {kind!r}")
@@ -496,6 +532,7 @@ def check_output(out, kind: str, overwrite: bool = False, source=None) -> Path:
     if not overwrite: raise OutputError(f"{out} already holds an earlier export: choose another output, or pass --overwrite")
     return out
 
+# %% ../nbs/35_checkpoint.ipynb #e7bb650b
 def replace_folder(tmp, out) -> Path:
     "Put the complete folder `tmp` at `out` by renames: an old `out` is moved aside first (and back if the swap fails), then removed."
     tmp, out = Path(tmp), Path(out)
@@ -516,6 +553,7 @@ def checkpoint_bytes(cfg: ModelConfig) -> int:
     "About the size of one model checkpoint of `cfg` on disk: float32 weights, the header's vocabulary and meta."
     return 4 * n_params(cfg) + 64 * cfg.vocab_size + 64 * 1024
 
+# %% ../nbs/35_checkpoint.ipynb #6413e26a
 def check_disk_space(folder, need: int, what: str = "two checkpoints and two training states", replaces: dict | None = None,
                      free: int | None = None):
     "ValueError naming `folder` if it cannot take `need` bytes: its `free` bytes (default: the file system's) plus those of the files in it that will be replaced (`replaces`: file name -> the size of its replacement, at most) are fewer."
@@ -537,6 +575,7 @@ from dataclasses import asdict
 # %% ../nbs/35_checkpoint.ipynb #64268af0
 STATE_FORMAT = "mint-train-state-v1"
 
+# %% ../nbs/35_checkpoint.ipynb #1702d848
 @dataclass
 class TrainState:
     "What a resumed run needs: `arrays` (params, adam_m, adam_v), `step` reached, `tcfg`, model `config`, `vocab`, `meta`, `history`, best so far."

@@ -20,6 +20,7 @@ def _did_you_mean(word: str, names) -> str:
     close = difflib.get_close_matches(str(word), [str(n) for n in names], n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
 
+# %% ../nbs/49_cli.ipynb #2383169d
 class MintParser(argparse.ArgumentParser):
     "argparse with one-line usage errors (`mint: error: …; see 'mint X --help'`, exit code 2) and 'did you mean' for choices and commands."
     def error(self, message):
@@ -31,6 +32,7 @@ class MintParser(argparse.ArgumentParser):
             raise argparse.ArgumentError(None, f"unknown command {value!r}{_did_you_mean(value, names) or ' (commands: ' + ', '.join(names) + ')'}")
         raise argparse.ArgumentError(action, f"invalid choice {value!r}{_did_you_mean(value, names)} (choose from {', '.join(map(str, names))})")
 
+# %% ../nbs/49_cli.ipynb #5c2fad13
 def _number(kind, lo=None, hi=None, lo_open: bool = False, note: str = ""):
     "An argparse type: a finite number of `kind` (int or float) with lo <= v <= hi (lo < v with `lo_open`), else a usage error; `note` says what an end means ('0 = off')."
     import math
@@ -46,27 +48,33 @@ def _number(kind, lo=None, hi=None, lo_open: bool = False, note: str = ""):
     parse.__name__ = kind.__name__              # argparse names the type in its own messages
     return parse
 
+# %% ../nbs/49_cli.ipynb #90925eb0
 def _positive(kind):
     "An argparse type: a number > 0 of `kind` (int or float), else a usage error naming the option."
     return _number(kind, 0, lo_open=True)
 
+# %% ../nbs/49_cli.ipynb #6ea42e9b
 _SEED = _number(int, 0)                         # NumPy's generators take seeds >= 0
 
+# %% ../nbs/49_cli.ipynb #404c3ebf
 def _budget(text):
     from mint.budget import parse_budget
     try: return parse_budget(text)
     except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
 
+# %% ../nbs/49_cli.ipynb #e6ddb6d7
 def _add_sampling(p):
     p.add_argument("--temperature", type=_number(float, 0, note="0 = greedy"), default=0.7, help="softmax temperature >= 0; 0 = greedy (default 0.7)")
     p.add_argument("--top-k", type=_number(int, 0, note="0 = off"), default=50, help="keep the k most likely tokens; 0 = off (default 50)")
     p.add_argument("--top-p", type=_number(float, 0, 1, lo_open=True, note="1 = off"), default=0.9, help="nucleus sampling: keep the most likely tokens up to this probability mass, in (0, 1]; 1 = off (default 0.9)")
     p.add_argument("--seed", type=_SEED, default=None, help="random seed for sampling (>= 0)")
 
+# %% ../nbs/49_cli.ipynb #22a21dee
 def _add_decode_device(p):
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
                    help="where to decode: auto (default) uses a real GPU if present, else the CPU")
 
+# %% ../nbs/49_cli.ipynb #7f8c91fb
 def _add_arch_tokenizer(t):
     from mint.core import ARCHS
     from mint.tokenizer import TOKENIZER_KINDS
@@ -75,6 +83,7 @@ def _add_arch_tokenizer(t):
     t.add_argument("--tokenizer", default="char", choices=list(TOKENIZER_KINDS), help="char (default) or bpe (byte-level BPE trained on the training split)")
     t.add_argument("--vocab-size", type=_positive(int), default=None, help="BPE vocabulary size (with --tokenizer bpe), e.g. 8000")
 
+# %% ../nbs/49_cli.ipynb #43002e7c
 def _add_export_serve(sub):
     e = sub.add_parser("export", help="export a model for transformers (--to hf) or llama.cpp (--to gguf)",
                        description="Export a checkpoint: a Hugging Face folder (config, float32 safetensors, tokenizer) or a GGUF file.")
@@ -104,15 +113,9 @@ def _add_export_serve(sub):
     v.add_argument("--slots", type=_number(int, 1, 256), default=16, help="requests decoded together in one batch, 1-256 (default 16); more wait their turn")
     _add_decode_device(v)
 
-def build_parser() -> argparse.ArgumentParser:
-    "The `mint` argument parser with all subcommands."
-    from mint.train import TrainConfig
-    D = TrainConfig()                       # the defaults live in one place: TrainConfig
-    ap = MintParser(prog="mint", description="Train, fine-tune and chat with small char-level Chinese transformers (NumPy or numba.cuda).")
-    from mint import __version__
-    ap.add_argument("--version", action="version", version=f"mint {__version__}")
-    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
-
+# %% ../nbs/49_cli.ipynb #faabc236
+def _add_train(sub, D):
+    "`mint train`: its options, with the defaults of `D` (a `TrainConfig`)."
     t = sub.add_parser("train", help="train a model (default: People's Daily text, tiny preset, CPU)",
                        description="Train on a corpus and save the best checkpoint (by validation loss) to OUT/best.safetensors.")
     from mint.formats import TASK_PATHS, DATA_SUFFIXES
@@ -151,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--overwrite", action="store_true", help="train into --out even if it already holds a checkpoint (it will be replaced)")
 
+# %% ../nbs/49_cli.ipynb #bfcb95f2
+def _add_generate_chat(sub):
+    "`mint generate` and `mint chat`: a checkpoint, sampling and the decoding device."
     g = sub.add_parser("generate", help="continue a prompt", description="Continue a prompt with a trained language model.")
     g.add_argument("--ckpt", default=None, help="checkpoint (.safetensors) or run folder (default: the newest language model under RUNS)")
     g.add_argument("--prompt", required=True, help="text to continue")
@@ -165,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sampling(c)
     _add_decode_device(c)
 
+# %% ../nbs/49_cli.ipynb #399c7f1b
+def _add_inspect(sub):
+    "`mint info`, `list`, `report`, `eval` and `gpu`: the commands that look at checkpoints, runs and the GPU."
     i = sub.add_parser("info", help="describe a checkpoint", description="Print a checkpoint's config, size, vocab and meta.")
     i.add_argument("ckpt", help="checkpoint (.safetensors) or run folder")
 
@@ -186,6 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("gpu", help="show the CUDA GPU", description="Device name, memory, compute capability and numba versions, or 'no CUDA device found'.")
 
+# %% ../nbs/49_cli.ipynb #99c862b1
+def _add_demo(sub, D):
+    "`mint demo`: pretrain, fine-tune and chat, with the pretraining steps of `D` (a `TrainConfig`)."
     d = sub.add_parser("demo", help="pretrain → fine-tune → chat on the bundled corpora",
                        description="Pretrain on People's Daily, fine-tune on the chatterbot Chinese conversations, then chat a few scripted rounds.")
     d.add_argument("--pretrain-steps", type=_positive(int), default=D.steps, help=f"pretraining steps (default {D.steps}, as mint train)")
@@ -195,6 +207,20 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default=None, help="folder for both runs (default RUNS/demo)")
     d.add_argument("--seed", type=_SEED, default=0, help="random seed (>= 0, default 0)")
     d.add_argument("--overwrite", action="store_true", help="replace the checkpoints of an earlier demo in --out")
+
+# %% ../nbs/49_cli.ipynb #ca481e88
+def build_parser() -> argparse.ArgumentParser:
+    "The `mint` argument parser with all subcommands."
+    from mint.train import TrainConfig
+    D = TrainConfig()                       # the defaults live in one place: TrainConfig
+    ap = MintParser(prog="mint", description="Train, fine-tune and chat with small char-level Chinese transformers (NumPy or numba.cuda).")
+    from mint import __version__
+    ap.add_argument("--version", action="version", version=f"mint {__version__}")
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    _add_train(sub, D)
+    _add_generate_chat(sub)
+    _add_inspect(sub)
+    _add_demo(sub, D)
     _add_export_serve(sub)
     return ap
 
@@ -208,8 +234,10 @@ def _find_ckpt(ckpt, kind: str) -> str:
     how = ("`mint train`" if kind == "lm" else "`mint demo`, or `mint train --data chatterbot --init RUNS/peoples_daily`")
     raise ValueError(f"no {'language' if kind == 'lm' else 'chat'} model found under {root}: train one with {how}, or pass --ckpt")
 
+# %% ../nbs/49_cli.ipynb #d96eec7a
 CLI_ORIGINS = ("mint train", "mint demo")     # the runs `generate` and `chat` may pick without --ckpt
 
+# %% ../nbs/49_cli.ipynb #58abd858
 def run_failed(folder) -> str | None:
     "Why the run in `folder` failed (the problems its summary.json records with an exit code other than 0, 130 or 143), or None."
     import json
@@ -218,6 +246,7 @@ def run_failed(folder) -> str | None:
     if not isinstance(s, dict) or s.get("exit_code") in (None, 0, 130, 143): return None   # stopped by a signal: resumable, not failed
     return "; ".join(map(str, s.get("problems") or [])) or f"exit code {s['exit_code']}"
 
+# %% ../nbs/49_cli.ipynb #c37ab59b
 def finished_runs(root, kind: str) -> list:
     "Best checkpoints (newest first) of runs under `root` made by `mint train`/`mint demo` (meta `run.origin`) that have ended (a history.json, no live lock) and did not fail (`run_failed`), of `kind`."
     from mint.checkpoint import list_checkpoints, checkpoint_meta, lock_holder
@@ -228,19 +257,23 @@ def finished_runs(root, kind: str) -> list:
         if m.get("kind") == kind and (m.get("run") or {}).get("origin") in CLI_ORIGINS: found.append(p)
     return found
 
+# %% ../nbs/49_cli.ipynb #47b57816
 def _using(ck) -> None:
     "Say on stderr which checkpoint a command uses: path, step, validation loss."
     vl = ck.meta.get("val_loss")
     vl = f"{vl:.3f}" if isinstance(vl, (int, float)) else "?"
     print(f"mint: using {ck.path} (step {ck.meta.get('step', '?')}, validation loss {vl})", file=sys.stderr)
 
+# %% ../nbs/49_cli.ipynb #91132b5c
 RESUME_MAY_SET = ("steps", "time_limit", "eval_every", "device", "gemm", "gpus", "ranks", "grad_accum", "no_progress", "resume")
 
+# %% ../nbs/49_cli.ipynb #a225491b
 def _subparser_defaults(name: str) -> dict:
     ap = build_parser()
     sub = next(x for x in ap._actions if isinstance(x, argparse._SubParsersAction)).choices[name]
     return {x.dest: x.default for x in sub._actions if x.dest != "help"}
 
+# %% ../nbs/49_cli.ipynb #88356c82
 def run_progress(run) -> tuple[int, int] | None:
     "`(steps done, total steps)` of the training state in folder `run`, or None when it has none; CheckpointError if unreadable."
     from mint.checkpoint import read_info, STATE_NAME
@@ -249,6 +282,7 @@ def run_progress(run) -> tuple[int, int] | None:
     info = read_info(p)
     return int(info.get("step", 0)), int((info.get("train_config") or {}).get("steps", 0))
 
+# %% ../nbs/49_cli.ipynb #86750d1a
 def _outcome(rep: dict) -> int:
     "Print how a run ended on stderr (nothing when it succeeded) and return its exit code."
     if rep["reason"] in ("interrupted", "terminated"):
@@ -261,6 +295,7 @@ def _outcome(rep: dict) -> int:
         print(f"mint: error: training failed: {'; '.join(rep['problems'])}", file=sys.stderr)
     return rep["exit_code"]
 
+# %% ../nbs/49_cli.ipynb #474fcecc
 def cmd_train(a):
     if a.gemm != "mint":
         if a.device == "cpu": raise ValueError(f"--gemm {a.gemm} is for GPU training; --device cpu multiplies with NumPy")
@@ -269,6 +304,7 @@ def cmd_train(a):
         with gemm_provider(a.gemm): return _train(a)     # fails here, naming the fix, when cupy or a GPU is missing
     return _train(a)
 
+# %% ../nbs/49_cli.ipynb #34bf2747
 def _train(a):
     from mint.train import TrainConfig
     from mint.pipeline import train_corpus, resume_corpus
@@ -298,6 +334,7 @@ def _train(a):
                                  ranks=a.gpus or a.ranks or 1, grad_accum=a.grad_accum,
                                  arch=a.arch, tokenizer=a.tokenizer, vocab_size=a.vocab_size, origin="mint train", budget=a.budget))
 
+# %% ../nbs/49_cli.ipynb #39c52e04
 def cmd_generate(a):
     import warnings
     from mint.checkpoint import load_checkpoint
@@ -332,6 +369,7 @@ def cmd_generate(a):
         print(f"mint: note: the model ended the text (<eos>) after {n} characters; another --seed or a higher "
               f"--temperature samples another continuation", file=sys.stderr)
 
+# %% ../nbs/49_cli.ipynb #2122429d
 def cmd_chat(a):
     from mint.checkpoint import load_checkpoint
     from mint.chat import ChatSession, chat_loop
@@ -342,6 +380,7 @@ def cmd_chat(a):
     chat_loop(ChatSession(ck.params, ck.config, ck.vocab, a.temperature, a.top_k, a.top_p, a.max_rounds, seed=a.seed,
                           device=get_device(a.device)))
 
+# %% ../nbs/49_cli.ipynb #3879162a
 def cmd_info(a):
     from mint.checkpoint import load_checkpoint, FORMAT
     from mint.model import n_params
@@ -357,11 +396,13 @@ def cmd_info(a):
     for k, v in ck.meta.items():
         if k != "run": print(f"meta.{k}: {v}")
 
+# %% ../nbs/49_cli.ipynb #d217b5a0
 def _damage(e: Exception, p: Path) -> str:
     "The reason of a `CheckpointError` without the path it starts with."
     s = str(e)
     return s[len(str(p)) + 2:] if s.startswith(f"{p}: ") else s
 
+# %% ../nbs/49_cli.ipynb #c85f5a1b
 def cmd_list(a):
     "List the checkpoints and runs under --root; every file is checked (checksum, finite weights) and a damaged or unreadable one is flagged, not listed as good."
     from mint.checkpoint import (list_checkpoints, load_checkpoint, walk_files, runs_dir, temp_files, lock_holder,
@@ -399,6 +440,7 @@ def cmd_list(a):
         if tmp and not holder:
             print(f"{d}: {len(tmp)} temp file(s) left by an interrupted save ({', '.join(p.name for p in tmp)}); the next run here removes them")
 
+# %% ../nbs/49_cli.ipynb #26a1f98b
 def cmd_eval(a):
     "mint eval: `mint.evaluate.eval_run` printed (or as JSON)."
     import json
@@ -406,17 +448,20 @@ def cmd_eval(a):
     r = eval_run(a.run, a.data, a.root, a.batch_size, a.device, a.max_samples)
     print(json.dumps(r, ensure_ascii=False) if a.json else f"{r['checkpoint']} (step {r['step']}) on {r['text']}\n" + format_eval(r))
 
+# %% ../nbs/49_cli.ipynb #b1727964
 def cmd_report(a):
     from mint.report import write_report
     from mint.checkpoint import check_output
     print(write_report(check_output(a.run, "report")))       # a run folder, not one a live run holds
 
+# %% ../nbs/49_cli.ipynb #4ea845fc
 def cmd_gpu(a):
     from mint.core import gpu_info
     info = gpu_info()
     if info is None: print("no CUDA device found"); return 1
     for k, v in info.items(): print(f"{k}: {v}")
 
+# %% ../nbs/49_cli.ipynb #33403828
 def cmd_demo(a):
     from mint.train import TrainConfig
     from mint.pipeline import train_corpus, check_out_dir
@@ -435,14 +480,17 @@ def cmd_demo(a):
     for q in ["你好", "你叫什么名字?", "你喜欢什么?", "今天天气怎么样?", "再见"]:
         print(f"你: {q}\nMint: {s.ask(q)}")
 
+# %% ../nbs/49_cli.ipynb #6c3793f5
 def _size(p: Path) -> str:
     n = sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else p.stat().st_size
     return f"{n / 2**20:.1f} MiB"
 
+# %% ../nbs/49_cli.ipynb #a8d1f1e6
 INSTALL = {"transformers": 'pip install -e ".[interop]"', "torch": 'pip install -e ".[interop]"',
            "llama_cpp": "pip install llama-cpp-python (not in an extra: it builds llama.cpp from source, for minutes)",
            "gguf": "pip install gguf", "starlette": "pip install starlette", "uvicorn": "pip install uvicorn"}
 
+# %% ../nbs/49_cli.ipynb #e0493726
 def _need(*modules, why: str):
     "ValueError (a one-line `mint: error`) naming the missing packages and the install line of each (`INSTALL`)."
     import importlib.util
@@ -451,6 +499,7 @@ def _need(*modules, why: str):
         lines = list(dict.fromkeys(INSTALL.get(m, f"pip install {m}") for m in missing))
         raise ValueError(f"{why} needs {', '.join(missing)}: {'; '.join(lines)}")
 
+# %% ../nbs/49_cli.ipynb #b461f743
 def cmd_export(a):
     import warnings
     if a.to == "gguf": _need("gguf", why="--to gguf")
@@ -486,6 +535,7 @@ def cmd_export(a):
         if failed: raise RuntimeError(f"--check failed: the export at {info['path']} does not compute what Mint computes "
                                       f"({'; '.join(failed)})")
 
+# %% ../nbs/49_cli.ipynb #4b447a0c
 def check_failures(r: dict, tol: float = 1e-3) -> list[str]:
     "What a parity result `r` (`hf_parity`, `gguf_parity`) got wrong, in words; [] when the export matches."
     bad = [] if r["ids_equal"] else ["the tokenizer gives other ids"]
@@ -493,6 +543,7 @@ def check_failures(r: dict, tol: float = 1e-3) -> list[str]:
     if not r["greedy_equal"]: bad.append(f"greedy tokens differ from token {r.get('greedy_matched', '?')} of {r['n_greedy']}")
     return bad
 
+# %% ../nbs/49_cli.ipynb #bfd4cc6a
 def cmd_serve(a):
     from mint.checkpoint import load_checkpoint
     _need("starlette", "uvicorn", why="mint serve")
@@ -507,6 +558,7 @@ def cmd_serve(a):
         serve(ck.params, ck.config, ck.vocab, name, a.host, a.port, sock=sock, allow_hosts=a.allow_host, cors=a.cors, api_key=key,
               slots=a.slots, device=get_device(a.device))
 
+# %% ../nbs/49_cli.ipynb #84c62d28
 COMMANDS = dict(train=cmd_train, generate=cmd_generate, chat=cmd_chat, info=cmd_info, list=cmd_list, gpu=cmd_gpu, demo=cmd_demo,
                 report=cmd_report, export=cmd_export, serve=cmd_serve)
 COMMANDS["eval"] = cmd_eval
@@ -519,6 +571,7 @@ def _given_options(argv, cmd: str) -> set:
     for x in sub._actions: x.default = argparse.SUPPRESS
     return set(vars(ap.parse_known_args(argv)[0])) - {"cmd"}
 
+# %% ../nbs/49_cli.ipynb #d94e7e3d
 def _resume_conflicts(a, dflt: dict) -> list[str]:
     "`--option VALUE (the run's: V)` for each option given with --resume that a resume may not change and that is not the run's own value."
     from mint.checkpoint import read_info, STATE_NAME
@@ -548,6 +601,7 @@ def _signal_behind(e: BaseException) -> BaseException | None:
         seen.add(id(e)); e = e.__cause__ or e.__context__
     return None
 
+# %% ../nbs/49_cli.ipynb #121e8f3e
 def _core_startup_handler():
     "The SIGINT handler `mint/__init__` installs while the `mint` command starts (None when it did not)."
     import mint
@@ -557,8 +611,10 @@ def _core_startup_handler():
 class Terminated(KeyboardInterrupt):
     "SIGTERM outside the training loop: ends the command with exit code 143."
 
+# %% ../nbs/49_cli.ipynb #b9e2b9a9
 def _raise_terminated(signum, frame): raise Terminated()
 
+# %% ../nbs/49_cli.ipynb #7bd59742
 def safe_console(streams=None) -> None:
     "Make the console streams replace what their encoding cannot show (a GBK or ASCII console, PYTHONIOENCODING=gbk) instead of failing: every command's output goes through them."
     for s in streams if streams is not None else (sys.stdout, sys.stderr):
@@ -566,9 +622,11 @@ def safe_console(streams=None) -> None:
             try: s.reconfigure(errors="replace")
             except (ValueError, OSError): pass             # a stream that cannot change: leave it
 
+# %% ../nbs/49_cli.ipynb #c62d77c8
 def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split()) or type(e).__name__
 
+# %% ../nbs/49_cli.ipynb #5fc723ce
 def main(argv=None) -> int:
     "Entry point of the `mint` command; returns the exit code."
     import os, signal, threading

@@ -4,42 +4,14 @@
 
 # %% ../nbs/45_eval.ipynb #de14aa7d
 from __future__ import annotations
-import lzma, math
 from pathlib import Path
 import numpy as np
-from .data import unigram_entropy, lm_eval_batches
+from .data import lm_eval_batches
 from .tokenizer import encode_corpus
+from .pipeline import text_size, units, floors, load_samples, _texts   # the units and floors: chapter 37
 
 # %% auto #0
-__all__ = ['text_size', 'units', 'lzma_bits_per_byte', 'floors', 'evaluate', 'format_eval', 'bits_summary', 'format_bits',
-           'eval_run']
-
-# %% ../nbs/45_eval.ipynb #a27b8f62
-def text_size(texts) -> tuple[int, int]:
-    "(characters, UTF-8 bytes) of the non-empty `texts` joined by one separator, as `encode_corpus` joins them."
-    docs = [t for t in texts if t]
-    sep = max(len(docs) - 1, 0)
-    return sum(map(len, docs)) + sep, sum(len(t.encode("utf-8")) for t in docs) + sep
-
-def units(total_nats: float, n_targets: int, n_chars: int, n_bytes: int) -> dict:
-    "nats/token, bits/char and bits/byte of a summed loss."
-    return dict(nats_per_token=total_nats / n_targets, bits_per_char=total_nats / (n_chars * math.log(2)),
-                bits_per_byte=total_nats / (n_bytes * math.log(2)))
-
-# %% ../nbs/45_eval.ipynb #b35f0053
-def lzma_bits_per_byte(text: str) -> float:
-    "Bits per UTF-8 byte of `text` compressed by LZMA2 at its strongest preset (9 | PRESET_EXTREME), as a raw stream (no container header)."
-    raw = text.encode("utf-8")
-    if not raw: raise ValueError("lzma_bits_per_byte: empty text")
-    packed = lzma.compress(raw, format=lzma.FORMAT_RAW, filters=[{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}])
-    return 8 * len(packed) / len(raw)
-
-def floors(texts, tokens) -> dict:
-    "The unigram entropy of `tokens` and lzma's rate on the joined `texts`, in bits/byte (and the unigram in nats/token)."
-    C, B = text_size(texts)
-    H = unigram_entropy(tokens)
-    return dict(unigram_nats_per_token=H, unigram_bits_per_byte=units(H * (len(tokens) - 1), len(tokens) - 1, C, B)["bits_per_byte"],
-                lzma_bits_per_byte=lzma_bits_per_byte("\n".join(t for t in texts if t)))
+__all__ = ['evaluate', 'format_eval', 'eval_run']
 
 # %% ../nbs/45_eval.ipynb #184e4aba
 def evaluate(params, cfg, vocab, texts, batch_size: int = 16, seq_len: int | None = None, device: str = "cpu") -> dict:
@@ -66,23 +38,10 @@ def format_eval(r: dict) -> str:
         f"unigram: {r['unigram_nats_per_token']:.4f} nats/token = {r['unigram_bits_per_byte']:.4f} bits/byte (a model that ignores context)",
         f"lzma -9e: {r['lzma_bits_per_byte']:.4f} bits/byte (general-purpose compression of the same text)"])
 
-# %% ../nbs/45_eval.ipynb #ddbce068
-def bits_summary(val_loss: float, tokens, texts) -> dict:
-    "A mean validation loss (nats/token over the len(tokens)-1 targets of `tokens`, the encoded `texts`) in the three units, with the two floors."
-    n = len(tokens) - 1
-    C, B = text_size(texts)
-    return dict(units(val_loss * n, n, C, B), **floors(texts, tokens))
-
-def format_bits(b: dict) -> str:
-    "One line of a run's summary: bits/char and bits/byte, and the floors on the same text."
-    return (f"= {b['bits_per_char']:.4f} bits/char = {b['bits_per_byte']:.4f} bits/byte; floors on the same text: "
-            f"unigram {b['unigram_bits_per_byte']:.4f}, lzma -9e {b['lzma_bits_per_byte']:.4f} bits/byte")
-
 # %% ../nbs/45_eval.ipynb #604acc53
 def eval_run(run, data: str | None = None, root="data", batch_size: int = 16, device: str = "cpu", max_samples: int | None = None) -> dict:
     "`evaluate` the best checkpoint of `run` (a folder or a .safetensors file) on its validation split, or on all of `data`; the dict gains `checkpoint`, `text` and the checkpoint's step."
     from mint.checkpoint import load_checkpoint
-    from mint.pipeline import load_samples, _texts
     from mint.data import split_tail
     path = Path(run)
     ck = load_checkpoint(path / "best.safetensors" if path.is_dir() else path)

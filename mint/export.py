@@ -25,6 +25,7 @@ HF_CLASSES = {"llama": ("LlamaForCausalLM", "llama"), "qwen3": ("Qwen3ForCausalL
               "ernie": ("Ernie4_5_MoeForCausalLM", "ernie4_5_moe")}
 ROPE_THETA = 10000.0
 
+# %% ../nbs/40_export.ipynb #dec78dd9
 def hf_arch(cfg: ModelConfig, arch: str = "auto") -> str:
     "The `transformers` class family for `cfg`: 'llama', 'qwen3' or 'ernie' ('auto' picks the exact one); ValueError naming the switch that forbids a choice."
     if arch not in ("auto", *HF_CLASSES): raise ValueError(f"--arch must be auto, llama, qwen3 or ernie, got {arch!r}")
@@ -38,6 +39,7 @@ def hf_arch(cfg: ModelConfig, arch: str = "auto") -> str:
     if arch == "auto": return "ernie" if cfg.lm_head_bias else "llama"
     return arch
 
+# %% ../nbs/40_export.ipynb #4b189602
 def interleave_rows(w: np.ndarray, n_heads: int) -> np.ndarray:
     "Reorder each head's rows of a q/k weight `[H*hd, in]` or bias `[H*hd]` from halves (i, i+hd/2) to adjacent pairs (2i, 2i+1)."
     hd = w.shape[0] // n_heads
@@ -62,6 +64,7 @@ def hf_config(cfg: ModelConfig, arch: str) -> dict:
                                  moe_num_experts=0, moe_k=1, moe_num_shared_experts=0, moe_intermediate_size=cfg.d_ff)
     return c
 
+# %% ../nbs/40_export.ipynb #9583cbb2
 def hf_tensors(params: np.ndarray, cfg: ModelConfig, arch: str, drop_lm_head_bias: bool = False) -> dict[str, np.ndarray]:
     "The float32 tensors of `params` as `arch` expects them: √d folded into the embedding, q/k interleaved for Ernie, zero biases where Ernie needs them."
     named = views(np.asarray(params, np.float32), cfg).named
@@ -83,6 +86,7 @@ def hf_tensors(params: np.ndarray, cfg: ModelConfig, arch: str, drop_lm_head_bia
         out.setdefault("lm_head.bias", np.zeros(cfg.vocab_size, np.float32))
     return out
 
+# %% ../nbs/40_export.ipynb #90b88755
 def generation_config(cfg: ModelConfig) -> dict:
     "The `generation_config.json`: special ids, Mint's sampling defaults (§10.2), the never-generated specials suppressed."
     return dict(bos_token_id=BOS, eos_token_id=EOS, pad_token_id=PAD, do_sample=True, temperature=0.7, top_k=50, top_p=0.9,
@@ -99,6 +103,7 @@ def _write_file(path: Path, data: bytes):
             os.fsync(f.fileno())
     except OSError as e: raise SaveError(path, e) from None
 
+# %% ../nbs/40_export.ipynb #ad859132
 def export_hf(params: np.ndarray, cfg: ModelConfig, tok, out_dir, arch: str = "auto", drop_lm_head_bias: bool = False,
               overwrite: bool = False, source=None) -> dict:
     "Write a `transformers` folder (config, float32 safetensors, tokenizer, generation config) for `params`; returns a summary dict."
@@ -146,6 +151,7 @@ def mint_greedy(params, cfg: ModelConfig, prompt_ids, n: int) -> list[int]:
         logits = dec.feed([out[-1]])
     return out
 
+# %% ../nbs/40_export.ipynb #a9a063b5
 def exported_params(params, cfg: ModelConfig, hf_class: str) -> tuple[np.ndarray, bool]:
     "The Mint parameters an export as `hf_class` computes with, and whether the lm_head bias was dropped (zeroed here) to get them."
     if not cfg.lm_head_bias or hf_class == HF_CLASSES["ernie"][0]: return params, False
@@ -153,6 +159,7 @@ def exported_params(params, cfg: ModelConfig, hf_class: str) -> tuple[np.ndarray
     views(p, cfg).lm_b[:] = 0                    # `--drop-lm-head-bias`: the exported model is Mint's without its bias
     return p, True
 
+# %% ../nbs/40_export.ipynb #09ff67c0
 def hf_parity(folder, params, cfg: ModelConfig, tok, text: str, n_greedy: int = 32) -> dict:
     "Load `folder` with `transformers` (CPU, float32) and compare ids, logits and `n_greedy` greedy tokens with Mint on `text` (with the lm_head bias zeroed when the export dropped it: `bias_dropped`)."
     import torch
@@ -180,6 +187,7 @@ def hf_parity(folder, params, cfg: ModelConfig, tok, text: str, n_greedy: int = 
 # %% ../nbs/40_export.ipynb #156d591c
 GGUF_DTYPES = ("f32", "bf16")
 
+# %% ../nbs/40_export.ipynb #cc34a82b
 def gguf_arch(cfg: ModelConfig) -> str:
     "'llama' or 'qwen3'; ValueError naming the bias or option that llama.cpp cannot run."
     if cfg.lm_head_bias:
@@ -192,6 +200,7 @@ def gguf_arch(cfg: ModelConfig) -> str:
         return "qwen3"
     return "llama"
 
+# %% ../nbs/40_export.ipynb #14dc2777
 def export_gguf(params: np.ndarray, cfg: ModelConfig, tok, path, dtype: str = "f32", overwrite: bool = False, name: str = "mint",
                 source=None) -> dict:
     "Write a GGUF file for llama.cpp (`dtype` 'f32' or 'bf16' for the matrices); ValueError with the reason for a model llama.cpp cannot run."
@@ -237,6 +246,8 @@ def export_gguf(params: np.ndarray, cfg: ModelConfig, tok, path, dtype: str = "f
 
 # %% ../nbs/40_export.ipynb #64734af7
 _LOG_SINK = []
+
+# %% ../nbs/40_export.ipynb #3d60f4f6
 def _quiet(llama_cpp):
     "Send llama.cpp's own log lines (context-size notices, …) nowhere; the callback is kept alive in `_LOG_SINK`."
     import ctypes
@@ -244,6 +255,7 @@ def _quiet(llama_cpp):
         _LOG_SINK.append(llama_cpp.llama_log_callback(lambda level, text, data: None))
         llama_cpp.llama_log_set(_LOG_SINK[0], ctypes.c_void_p(0))
 
+# %% ../nbs/40_export.ipynb #9ca4b959
 def gguf_parity(path, params, cfg: ModelConfig, tok, text: str, n_greedy: int = 32) -> dict:
     "Load a GGUF with llama-cpp-python (f32 KV cache) and compare token ids, logits and `n_greedy` greedy tokens with Mint on `text`."
     import llama_cpp

@@ -5,27 +5,68 @@
 # %% ../nbs/37_pipeline.ipynb #55214abc
 from __future__ import annotations
 from collections import Counter
-import math, os, time, sys, json, shutil, hashlib, tempfile, dataclasses, contextlib
+import lzma, math, os, time, sys, json, shutil, hashlib, tempfile, dataclasses, contextlib
 from dataclasses import asdict
 from pathlib import Path
 import numpy as np
 from .core import preset, get_device, ARCHS
 from .vocab import Vocab
+from .data import unigram_entropy
 from .tokenizer import build_tokenizer, encode_corpus, tokenizer_kind, TOKENIZER_KINDS
 from .model import init_params, n_params
-from .evaluate import bits_summary, format_bits
 from .train import TrainConfig, train, check_memory, CpuEngine
 
 # %% auto #0
-__all__ = ['RESUMABLE_CHANGES', 'REPLACED_FILES', 'load_samples', 'default_run_dir', 'check_out_dir', 'data_fingerprint',
-           'safe_exp', 'train_corpus', 'resume_corpus', 'write_run_report', 'format_report', 'set_aside',
-           'settle_aside', 'check_tokenizer_options', 'Run', 'fit']
+__all__ = ['RESUMABLE_CHANGES', 'REPLACED_FILES', 'text_size', 'units', 'lzma_bits_per_byte', 'floors', 'bits_summary',
+           'format_bits', 'load_samples', 'default_run_dir', 'check_out_dir', 'data_fingerprint', 'safe_exp',
+           'train_corpus', 'resume_corpus', 'write_run_report', 'format_report', 'set_aside', 'settle_aside',
+           'check_tokenizer_options', 'Run', 'fit']
+
+# %% ../nbs/37_pipeline.ipynb #a27b8f62
+def text_size(texts) -> tuple[int, int]:
+    "(characters, UTF-8 bytes) of the non-empty `texts` joined by one separator, as `encode_corpus` joins them."
+    docs = [t for t in texts if t]
+    sep = max(len(docs) - 1, 0)
+    return sum(map(len, docs)) + sep, sum(len(t.encode("utf-8")) for t in docs) + sep
+
+def units(total_nats: float, n_targets: int, n_chars: int, n_bytes: int) -> dict:
+    "nats/token, bits/char and bits/byte of a summed loss."
+    return dict(nats_per_token=total_nats / n_targets, bits_per_char=total_nats / (n_chars * math.log(2)),
+                bits_per_byte=total_nats / (n_bytes * math.log(2)))
+
+# %% ../nbs/37_pipeline.ipynb #b35f0053
+def lzma_bits_per_byte(text: str) -> float:
+    "Bits per UTF-8 byte of `text` compressed by LZMA2 at its strongest preset (9 | PRESET_EXTREME), as a raw stream (no container header)."
+    raw = text.encode("utf-8")
+    if not raw: raise ValueError("lzma_bits_per_byte: empty text")
+    packed = lzma.compress(raw, format=lzma.FORMAT_RAW, filters=[{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}])
+    return 8 * len(packed) / len(raw)
+
+def floors(texts, tokens) -> dict:
+    "The unigram entropy of `tokens` and lzma's rate on the joined `texts`, in bits/byte (and the unigram in nats/token)."
+    C, B = text_size(texts)
+    H = unigram_entropy(tokens)
+    return dict(unigram_nats_per_token=H, unigram_bits_per_byte=units(H * (len(tokens) - 1), len(tokens) - 1, C, B)["bits_per_byte"],
+                lzma_bits_per_byte=lzma_bits_per_byte("\n".join(t for t in texts if t)))
+
+# %% ../nbs/37_pipeline.ipynb #ddbce068
+def bits_summary(val_loss: float, tokens, texts) -> dict:
+    "A mean validation loss (nats/token over the len(tokens)-1 targets of `tokens`, the encoded `texts`) in the three units, with the two floors."
+    n = len(tokens) - 1
+    C, B = text_size(texts)
+    return dict(units(val_loss * n, n, C, B), **floors(texts, tokens))
+
+def format_bits(b: dict) -> str:
+    "One line of a run's summary: bits/char and bits/byte, and the floors on the same text."
+    return (f"= {b['bits_per_char']:.4f} bits/char = {b['bits_per_byte']:.4f} bits/byte; floors on the same text: "
+            f"unigram {b['unigram_bits_per_byte']:.4f}, lzma -9e {b['lzma_bits_per_byte']:.4f} bits/byte")
 
 # %% ../nbs/37_pipeline.ipynb #43377d20
 def _dropped_note(dropped: Counter, prefix: str = "; dropped: ") -> str:
     "'' or '; dropped: 3 blank lines, 1 ...' for a load summary (every filter counts what it drops)."
     return prefix + ", ".join(f"{n:,} {why}" for why, n in sorted(dropped.items())) if dropped else ""
 
+# %% ../nbs/37_pipeline.ipynb #3711240c
 def load_samples(data: str, root="data", max_samples: int | None = None) -> tuple[str, list, str, str]:
     "`(kind, samples, source, summary)` for a corpus name ('peoples_daily', 'chatterbot') or anything `load_task` reads."
     from mint import data as D
@@ -52,14 +93,17 @@ def load_samples(data: str, root="data", max_samples: int | None = None) -> tupl
         raise
     return corpus.kind, corpus.samples, str(corpus.source), corpus.summary()
 
+# %% ../nbs/37_pipeline.ipynb #7d3a94de
 def _texts(kind, samples):
     return samples if kind == "lm" else [p + r for p, r in samples]
 
+# %% ../nbs/37_pipeline.ipynb #3212b535
 def default_run_dir(data: str) -> Path:
     "The run folder of a corpus when no --out is given: `runs_dir()/peoples_daily`, or `runs_dir()/<name or file stem>`."
     from mint.checkpoint import runs_dir
     return runs_dir() / ("peoples_daily" if data in ("peoples_daily", "people", "pd") else Path(str(data)).stem)
 
+# %% ../nbs/37_pipeline.ipynb #d7a7d20c
 def check_out_dir(out_dir, overwrite: bool = False):
     "Refuse to train into a folder that lies inside a run or holds runs (`mint.checkpoint.check_output`), or that holds a checkpoint or a training state (a new run would replace them) unless `overwrite`."
     from mint.checkpoint import checkpoint_meta, check_output, STATE_NAME
@@ -74,14 +118,17 @@ def check_out_dir(out_dir, overwrite: bool = False):
     if st.exists():
         raise ValueError(f"{st} holds an unfinished run: a new run would replace it — {resume}choose another --out, or pass --overwrite")
 
+# %% ../nbs/37_pipeline.ipynb #937144ec
 def data_fingerprint(samples) -> str:
     "A short sha256 of the training samples: a resumed run checks that it trains on the same data."
     return hashlib.sha256(json.dumps(samples, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
+# %% ../nbs/37_pipeline.ipynb #3d10ee39
 def safe_exp(x: float) -> float:
     "exp(x), or inf where it would overflow (a perplexity of a diverged run); NaN stays NaN."
     return math.inf if x > 709.0 else math.exp(x)
 
+# %% ../nbs/37_pipeline.ipynb #1a0ae124
 def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: TrainConfig | None = None,
                  out_dir=None, init=None, max_samples: int | None = None, device: str = "auto",
                  root="data", val_frac: float = 0.05, progress: bool = True, log=print, overwrite: bool = False,
@@ -129,8 +176,10 @@ def train_corpus(data: str = "peoples_daily", preset_name: str = "tiny", tcfg: T
         return _train_run(spec, tcfg, out_dir, dev, progress, log, control, on_end, t_start, ck=ck, callbacks=callbacks,
                           env=env, grad_accum=grad_accum, replace=first and overwrite, budget=budget)
 
+# %% ../nbs/37_pipeline.ipynb #42d82254
 RESUMABLE_CHANGES = ("steps", "time_limit", "eval_every", "eval_batches")
 
+# %% ../nbs/37_pipeline.ipynb #4dcee563
 def resume_corpus(run, device: str = "auto", progress: bool = True, log=print, control=None, on_end=(), callbacks=(),
                   ranks: int = 1, grad_accum: int = 1, **changes) -> dict:
     "Continue the run in folder `run` from its training state — its data, settings, weights, Adam moments, step and batch order; `changes` may set steps, time_limit, eval_every, eval_batches. `ranks`, `grad_accum` as in `train_corpus`, whatever the run started with (the global batch and its order do not depend on them). Returns the report dict."
@@ -170,12 +219,12 @@ def resume_corpus(run, device: str = "auto", progress: bool = True, log=print, c
         return _train_run(spec, tcfg, out_dir, dev, progress, log, control, on_end, t_start, state=st, callbacks=callbacks,
                           env=env, grad_accum=grad_accum)
 
+# %% ../nbs/37_pipeline.ipynb #0db2eeac
 def _note(s): print(s, file=sys.stderr)
 
-def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress, log, control, on_end, t_start, callbacks=(),
-               ck=None, state=None, env=None, grad_accum: int = 1, replace: bool = False,
-               budget: float | None = None) -> dict:
-    "The part of `train_corpus` and `resume_corpus` after the checks: data, vocabulary, model, training, report. `replace` (`--overwrite`): an earlier run's files in `out_dir` are set aside only now, when everything has been checked, and come back if the new run saves nothing."
+# %% ../nbs/37_pipeline.ipynb #77d428b4
+def _read_split(spec: dict, state, out_dir, log) -> tuple:
+    "`_train_run`, phase 1: the run's samples split into training and validation (with a training state: checked to be the data the run started with); returns (kind, train, val, source, summary, dropped, fingerprint)."
     from mint import data as D
     kind, samples, source, summary = load_samples(spec["data"], spec["root"], spec["max_samples"])
     log(f"data: {summary}")
@@ -186,6 +235,11 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
     if state is not None and state.meta.get("data_sha256") != fp:
         raise ValueError(f"cannot resume {out_dir}: the training data ({source}) is not the data the run started with")
     log(f"split: {len(train_s):,} train / {len(val_s):,} validation samples ({kind})")
+    return kind, train_s, val_s, source, summary, dropped, fp
+
+# %% ../nbs/37_pipeline.ipynb #045d92b2
+def _run_model(spec: dict, tcfg: TrainConfig, kind: str, train_s, source: str, ck=None, state=None, log=print) -> tuple:
+    "Phase 2: (config, vocabulary, parameters) — the training state's, the checkpoint's being fine-tuned (saying how many characters of the data it does not know), or new ones (the tokenizer built on the training split, the preset, fresh weights)."
     if state is not None:
         cfg, vocab, params = state.config, state.vocab, state.arrays["params"].copy()
     elif ck is not None:
@@ -199,9 +253,13 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
         vocab = build_tokenizer(spec.get("tokenizer", "char"), _texts(kind, train_s), spec.get("vocab_size"))
         cfg = preset(spec["preset"], len(vocab), arch=spec.get("arch") or "report")
         params = init_params(cfg, tcfg.seed)
-    T = tcfg.seq_len or cfg.max_seq_len
-    if T > cfg.max_seq_len: raise ValueError(f"--seq-len {T} exceeds the model's max_seq_len {cfg.max_seq_len}")
-    if dev == "cpu": check_memory(cfg, tcfg.batch_size, T, precision=tcfg.precision, recompute=tcfg.recompute)   # before the batches are made (the GPU engine checks its own)
+    return cfg, vocab, params
+
+# %% ../nbs/37_pipeline.ipynb #68c64bde
+def _run_batches(kind: str, train_s, val_s, vocab, tcfg: TrainConfig, T: int, dropped: Counter) -> tuple:
+    "Phase 3: (training tokens, validation tokens, training batches, validation batches); the tokens are None for chat data."
+    from mint import data as D
+    tr = va = None
     rng = np.random.default_rng(tcfg.seed)                  # the one source of the batch order (resume remakes it)
     if kind == "lm":
         tr, va = encode_corpus(train_s, vocab), encode_corpus(val_s, vocab)
@@ -210,35 +268,39 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
         # short conversations are packed several to a row (block-causal attention, positions restart per sample)
         batches = D.chat_batches(train_s, vocab, tcfg.batch_size, T, rng, pack=True, dropped=dropped)
         val = list(D.chat_eval_batches(val_s, vocab, tcfg.batch_size, T, pack=True, dropped=dropped))
-    if dropped: log(_dropped_note(dropped, "split and window: "))
-    plan = None
-    if budget is not None:                                  # mint.budget: measure the speed, then fix the steps to fit
-        if kind != "lm" or env is not None or grad_accum > 1: raise ValueError("--budget is for one process training on plain text")
-        from mint.budget import fit_budget
-        if dev == "cuda": from mint.gpu_train import GpuEngine as Eng
-        else: Eng = CpuEngine
-        make = lambda t: Eng(params.copy(), cfg, t)
-        tcfg, plan = fit_budget(make, tcfg, D.lm_batches(tr, tcfg.batch_size, T, np.random.default_rng(tcfg.seed + 1)), val, budget)
-        log(plan.line())
-    log(f"model: {n_params(cfg):,} parameters {cfg}; vocab {len(vocab):,} {'chars' if tokenizer_kind(vocab) == 'char' else 'BPE tokens'}")
-    log(f"run folder: {out_dir}")
-    meta = state.meta if state is not None else dict(data=source, kind=kind, preset=spec["preset"], init=spec["init"],
-                                                     data_sha256=fp, run=spec, tokenizer=tokenizer_kind(vocab))
-    kw = dict(control=control, resume=state, on_end=on_end, callbacks=callbacks)
-    ranks = env.world_size if env is not None else 1
-    aside = set_aside(out_dir, log) if replace else None      # everything above was checked: only now the old run moves
-    try:
-        if ranks > 1 or grad_accum > 1:
-            from mint import distributed as dist
-            res = dist.train_parallel(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, device=dev, env=env,
-                                      grad_accum=grad_accum, **kw)
-        elif dev == "cuda":
-            from mint.gpu_train import train_gpu
-            res = train_gpu(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, **kw)
-        else:
-            res = train(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, **kw)
-    finally:
-        restored = settle_aside(aside, out_dir, log)
+    return tr, va, batches, val
+
+# %% ../nbs/37_pipeline.ipynb #f9d688ad
+def _fit_budget(budget: float, kind: str, env, grad_accum: int, dev: str, params, cfg, tcfg: TrainConfig, tr, T: int, val) -> tuple:
+    "Phase 4, with `--budget` (`mint.budget`): measure the speed, then fix the steps to fit; returns (the new TrainConfig, the plan)."
+    from mint import data as D
+    if kind != "lm" or env is not None or grad_accum > 1: raise ValueError("--budget is for one process training on plain text")
+    from mint.budget import fit_budget
+    if dev == "cuda": from mint.gpu_train import GpuEngine as Eng
+    else: Eng = CpuEngine
+    make = lambda t: Eng(params.copy(), cfg, t)
+    tcfg, plan = fit_budget(make, tcfg, D.lm_batches(tr, tcfg.batch_size, T, np.random.default_rng(tcfg.seed + 1)), val, budget)
+    return tcfg, plan
+
+# %% ../nbs/37_pipeline.ipynb #d86e82b5
+def _train_with(params, cfg, tcfg: TrainConfig, batches, val, vocab, out_dir, meta: dict, progress, dev: str, env, grad_accum: int,
+                ranks: int, **kw):
+    "Phase 5: train with the loop that fits — data parallel (several ranks or micro-batches), the GPU or the CPU; returns its `TrainResult`."
+    if ranks > 1 or grad_accum > 1:
+        from mint import distributed as dist
+        return dist.train_parallel(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, device=dev, env=env,
+                                     grad_accum=grad_accum, **kw)
+    elif dev == "cuda":
+        from mint.gpu_train import train_gpu
+        return train_gpu(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, **kw)
+    else:
+        return train(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, **kw)
+
+# %% ../nbs/37_pipeline.ipynb #b21281b8
+def _run_summary(res, spec: dict, tcfg: TrainConfig, cfg, vocab, kind: str, train_s, val_s, va, summary: str, plan, dev: str,
+                 out_dir, t_start: float, ranks: int, grad_accum: int) -> dict:
+    "Phase 6: the report dict of a run (`format_report` prints it): outcome, losses, speed, data and model; for plain text the unigram entropy and the bits of the best validation loss."
+    from mint import data as D
     rep = dict(device=dev, steps=res.steps, start_step=res.start_step, stopped=res.stopped, reason=res.reason,
                problems=res.problems, exit_code=res.exit_code, val_loss=res.best_val, best_step=res.best_step,
                last_val_loss=res.last_val, perplexity=safe_exp(res.best_val), tokens_per_s=res.tokens_per_s,
@@ -249,17 +311,48 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
                config=cfg.to_dict(), train_config={**asdict(tcfg), "base_lr": tcfg.base_lr, "warmup_steps": tcfg.warmup_steps})
     if kind == "lm": rep["unigram_entropy"] = D.unigram_entropy(va)
     if plan is not None: rep["budget"] = dict(dataclasses.asdict(plan), line=plan.line())
-    if kind == "lm" and math.isfinite(res.best_val): rep["bits"] = bits_summary(res.best_val, va, val_s)   # mint.evaluate
+    if kind == "lm" and math.isfinite(res.best_val): rep["bits"] = bits_summary(res.best_val, va, val_s)
     if ranks > 1 or grad_accum > 1:
         ms = res.history.get("allreduce_ms", [])[1:]      # step 1 includes the communicator's first connection
         rep.update(ranks=ranks, grad_accum=grad_accum, allreduce_ms=float(np.mean(ms)) if ms else None)
     if kind == "lm" and tokenizer_kind(vocab) != "char":     # loss per token -> per character, to compare tokenizers
         rep["tokens_per_char"] = len(va) / (sum(len(t) for t in val_s if t) + sum(1 for t in val_s if t) - 1)
+    return rep
+
+# %% ../nbs/37_pipeline.ipynb #7a9e3707
+def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress, log, control, on_end, t_start, callbacks=(),
+               ck=None, state=None, env=None, grad_accum: int = 1, replace: bool = False,
+               budget: float | None = None) -> dict:
+    "The part of `train_corpus` and `resume_corpus` after the checks: data, vocabulary, model, training, report. `replace` (`--overwrite`): an earlier run's files in `out_dir` are set aside only now, when everything has been checked, and come back if the new run saves nothing."
+    kind, train_s, val_s, source, summary, dropped, fp = _read_split(spec, state, out_dir, log)
+    cfg, vocab, params = _run_model(spec, tcfg, kind, train_s, source, ck, state, log)
+    T = tcfg.seq_len or cfg.max_seq_len
+    if T > cfg.max_seq_len: raise ValueError(f"--seq-len {T} exceeds the model's max_seq_len {cfg.max_seq_len}")
+    if dev == "cpu": check_memory(cfg, tcfg.batch_size, T, precision=tcfg.precision, recompute=tcfg.recompute)   # before the batches are made (the GPU engine checks its own)
+    tr, va, batches, val = _run_batches(kind, train_s, val_s, vocab, tcfg, T, dropped)
+    if dropped: log(_dropped_note(dropped, "split and window: "))
+    plan = None
+    if budget is not None:                                  # mint.budget: measure the speed, then fix the steps to fit
+        tcfg, plan = _fit_budget(budget, kind, env, grad_accum, dev, params, cfg, tcfg, tr, T, val)
+        log(plan.line())
+    log(f"model: {n_params(cfg):,} parameters {cfg}; vocab {len(vocab):,} {'chars' if tokenizer_kind(vocab) == 'char' else 'BPE tokens'}")
+    log(f"run folder: {out_dir}")
+    meta = state.meta if state is not None else dict(data=source, kind=kind, preset=spec["preset"], init=spec["init"],
+                                                     data_sha256=fp, run=spec, tokenizer=tokenizer_kind(vocab))
+    kw = dict(control=control, resume=state, on_end=on_end, callbacks=callbacks)
+    ranks = env.world_size if env is not None else 1
+    aside = set_aside(out_dir, log) if replace else None      # everything above was checked: only now the old run moves
+    try:
+        res = _train_with(params, cfg, tcfg, batches, val, vocab, out_dir, meta, progress, dev, env, grad_accum, ranks, **kw)
+    finally:
+        restored = settle_aside(aside, out_dir, log)
+    rep = _run_summary(res, spec, tcfg, cfg, vocab, kind, train_s, val_s, va, summary, plan, dev, out_dir, t_start, ranks, grad_accum)
     log(format_report(rep))
     if out_dir is not None and (env is None or env.rank == 0) and not restored:   # the one place a run ends (rank 0 writes the report)
         rep["report"] = write_run_report(out_dir, rep, res.unsaved, log)
     return rep
 
+# %% ../nbs/37_pipeline.ipynb #049da6c4
 def write_run_report(out_dir: Path, rep: dict, unsaved: dict, log=print) -> str | None:
     "Write the run's report.html and return its path. The report is a view of the run: failing to write it is one warning giving the cause, never the run's outcome or exit code; with the history not saved (`unsaved`, from `TrainResult`) none is drawn from an older history.json."
     from mint.report import write_report
@@ -272,6 +365,7 @@ def write_run_report(out_dir: Path, rep: dict, unsaved: dict, log=print) -> str 
     print(f"mint: warning: no report written: {why}", file=sys.stderr)
     return None
 
+# %% ../nbs/37_pipeline.ipynb #203b2450
 def format_report(rep: dict) -> str:
     "Human-readable summary of a `train_corpus` report; never fails on extreme values (an overflowing perplexity prints as inf)."
     steps = f"steps {rep['start_step']}→{rep['steps']}" if rep.get("start_step") else f"{rep['steps']} steps"
@@ -297,6 +391,7 @@ def format_report(rep: dict) -> str:
 # %% ../nbs/37_pipeline.ipynb #0531d7d8
 REPLACED_FILES = ("best.safetensors", "train_state.safetensors", "history.json", "summary.json", "report.html")
 
+# %% ../nbs/37_pipeline.ipynb #2addf1c7
 def set_aside(out_dir, log=print) -> Path | None:
     "Move an earlier run's files in `out_dir` (`REPLACED_FILES`) into a hidden folder `out_dir/.replaced-*/` (renames: nothing is copied); None when there are none."
     out_dir = Path(out_dir)
@@ -307,6 +402,7 @@ def set_aside(out_dir, log=print) -> Path | None:
     log(f"--overwrite: the earlier run's {', '.join(names)} wait in {aside.name}/ until this run saves its own")
     return aside
 
+# %% ../nbs/37_pipeline.ipynb #5e0101f7
 def settle_aside(aside, out_dir, log=print) -> bool:
     "After the new run: if it saved a best checkpoint or a training state, remove the set-aside files; if not, move them back and return True."
     if aside is None: return False

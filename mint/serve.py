@@ -28,12 +28,14 @@ class RequestError(ValueError):
     def body(self) -> dict:
         return {"error": {"message": str(self), "type": "invalid_request_error", "param": self.param, "code": self.code}}
 
+# %% ../nbs/41_serve.ipynb #1267edae
 def _shown(v) -> str:
     "A value as the client wrote it: JSON (NaN, Infinity, strings in quotes), cut to 40 characters."
     try: s = json.dumps(v, ensure_ascii=False)
     except (TypeError, ValueError): s = repr(v)
     return s if len(s) <= 40 else s[:37] + "..."
 
+# %% ../nbs/41_serve.ipynb #556a65d4
 def _number(body: dict, key: str, default, lo=None, hi=None, integer=False, lo_open=False):
     "`body[key]` checked: a finite number (an integer if `integer`) in the range; `RequestError` naming `key` otherwise."
     v = body.get(key, default)
@@ -47,14 +49,17 @@ def _number(body: dict, key: str, default, lo=None, hi=None, integer=False, lo_o
         raise RequestError(f"'{key}' must be {rng}, got {_shown(v)}", key)
     return int(v) if integer else float(v)
 
+# %% ../nbs/41_serve.ipynb #dc775197
 def _flag(body: dict, key: str, default: bool = False) -> bool:
     v = body.get(key, default)
     if v is None: return default
     if not isinstance(v, bool): raise RequestError(f"'{key}' must be true or false, got {_shown(v)}", key)
     return v
 
+# %% ../nbs/41_serve.ipynb #e6b214ce
 MAX_N, MAX_SEED = 16, 2**63 - 1
 
+# %% ../nbs/41_serve.ipynb #b82c60ce
 @dataclass
 class Sampling:
     temperature: float = 0.7
@@ -69,6 +74,7 @@ class Sampling:
     top_logprobs: int = 0           # ... and that many most likely alternatives
     include_usage: bool = False     # streaming: a last chunk with the token counts
 
+# %% ../nbs/41_serve.ipynb #70c77621
 def parse_sampling(body: dict, chat: bool = True) -> Sampling:
     "The sampling fields of an OpenAI request body (`chat`: /v1/chat/completions, else /v1/completions); `RequestError` naming the first bad one."
     s = Sampling(temperature=_number(body, "temperature", 0.7, 0, 2), top_k=_number(body, "top_k", 50, 0, None, True),
@@ -111,6 +117,7 @@ def _content(m, i: int) -> str:
     if not isinstance(c, str): raise RequestError(f"messages[{i}].content must be a string", f"messages[{i}].content")
     return c
 
+# %% ../nbs/41_serve.ipynb #017f735a
 def chat_prompt(tok, messages, max_seq_len: int) -> list[int]:
     "Token ids of an OpenAI `messages` list in Mint's chat format, oldest rounds dropped to leave the reply its room; `RequestError` naming the bad message."
     if not isinstance(messages, list) or not messages: raise RequestError("'messages' must be a non-empty list", "messages")
@@ -134,6 +141,7 @@ def chat_prompt(tok, messages, max_seq_len: int) -> list[int]:
         last = [HUMAN, *q, ASSISTANT]
     return head + [t for r in rounds for t in r] + last
 
+# %% ../nbs/41_serve.ipynb #535b8544
 def completion_prompt(tok, prompt, max_seq_len: int) -> list[int]:
     "Token ids of a completion `prompt` after `<eos>` (a fresh document, as `mint generate`); `RequestError` if it does not fit."
     if isinstance(prompt, list) and len(prompt) == 1: prompt = prompt[0]
@@ -152,21 +160,25 @@ class Token:
     logprob: float
     top: list
 
+# %% ../nbs/41_serve.ipynb #722586a9
 class _Recorder(Decoder):
     "A `Decoder` that keeps the logits of its last `feed`: the distribution the next token is drawn from."
     def feed(self, tokens):
         self.logits = super().feed(tokens)
         return self.logits
 
+# %% ../nbs/41_serve.ipynb #815edff9
 def log_softmax(z) -> np.ndarray:
     "log p of logits `z` (float64; -inf entries stay -inf)."
     z = np.asarray(z, np.float64)
     m = z[np.isfinite(z)].max()
     return z - m - np.log(np.exp(z - m).sum())
 
+# %% ../nbs/41_serve.ipynb #75303930
 def _stop_at(buf: str, stop) -> int:
     return min((i for i in (buf.find(x) for x in stop) if i >= 0), default=-1)
 
+# %% ../nbs/41_serve.ipynb #e3d9d845
 def generate_text(params, cfg: ModelConfig, tok, prompt_ids, s: Sampling, rng=None, batcher=None, cancel=None):
     "Yield `(text, tokens)` pieces of the reply to `prompt_ids` (`tokens`: the `Token`s whose text starts in this piece, when `s.logprobs`); the generator's return value is `(finish_reason, n_tokens)`. With a `Batcher`, the tokens come from its shared batch; else from a `Decoder` of this request's own. Setting the `threading.Event` `cancel` ends it at the next token."
     check_sampling(s.temperature, s.top_k, s.top_p)
@@ -209,6 +221,7 @@ def generate_text(params, cfg: ModelConfig, tok, prompt_ids, s: Sampling, rng=No
     if len(buf) > sent or rest: yield buf[sent:], rest
     return reason, n
 
+# %% ../nbs/41_serve.ipynb #e7406206
 def run_generation(params, cfg, tok, prompt_ids, s: Sampling, rng=None, batcher=None) -> tuple[str, str, int, list]:
     "`(text, finish_reason, completion_tokens, tokens)` of a whole reply (`tokens`: its `Token`s when `s.logprobs`)."
     g, parts, toks = generate_text(params, cfg, tok, prompt_ids, s, rng, batcher), [], []
@@ -226,6 +239,7 @@ class _Request:
         self.cancel = None                   # a threading.Event its reader may set from any thread
     def gone(self) -> bool: return self.cancelled or (self.cancel is not None and self.cancel.is_set())
 
+# %% ../nbs/41_serve.ipynb #6f2d59ff
 class Batcher:
     "Continuous batching over one `BatchDecoder` (`slots` sequences) in a thread of its own; `tokens(...)` is a request's token stream."
     def __init__(self, params, cfg: ModelConfig, slots: int = 16, device: str = "cpu"):
@@ -287,21 +301,25 @@ class Batcher:
 LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
 ANY_ADDRESS = ("0.0.0.0", "::", "")
 
+# %% ../nbs/41_serve.ipynb #2eda8503
 def host_name(value: str) -> str:
     "The name in a `Host` header (`'[::1]:8000'` -> `'::1'`), lower case, without a trailing dot; '' if it has none."
     try: return (urlsplit("//" + value.strip()).hostname or "").rstrip(".")
     except ValueError: return ""
 
+# %% ../nbs/41_serve.ipynb #e2b7bd93
 def is_loopback(host: str) -> bool:
     "Whether listening on `host` keeps the server on this machine (`localhost`, 127.0.0.0/8, ::1)."
     if host.lower().rstrip(".") == "localhost": return True
     try: return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError: return False
 
+# %% ../nbs/41_serve.ipynb #c4e3f2ab
 def _is_ip(name: str) -> bool:
     try: ipaddress.ip_address(name); return True
     except ValueError: return False
 
+# %% ../nbs/41_serve.ipynb #9dcb831e
 class Guard:
     "ASGI middleware: refuse a foreign `Host` or `Origin` (403), a missing or wrong API key on /v1 (401), a POST that is not JSON (415); JSON errors in OpenAI's shape."
     def __init__(self, app, host: str = "127.0.0.1", allow_hosts=(), cors=(), api_key: str | None = None):
@@ -348,6 +366,7 @@ class Guard:
         if err.status == 401: extra["WWW-Authenticate"] = "Bearer"
         await JSONResponse(err.body(), err.status, headers=extra)(scope, receive, send)
 
+# %% ../nbs/41_serve.ipynb #f86d167c
 def check_exposure(host: str, api_key: str | None, cors=()) -> list[str]:
     "The warnings for listening on `host` with these settings; ValueError for a setting that would expose the model to anyone."
     warnings = []
@@ -368,14 +387,17 @@ def check_exposure(host: str, api_key: str | None, cors=()) -> list[str]:
 # %% ../nbs/41_serve.ipynb #b02e1626
 MAX_BODY = 4 * 2**20
 
+# %% ../nbs/41_serve.ipynb #69041350
 class _Disconnected(Exception): "The client went away while its body was read."
 
+# %% ../nbs/41_serve.ipynb #351544a7
 def _byte_table() -> dict:
     "Byte-level BPE's printable stand-ins -> bytes (the GPT-2 table the `tokenizers` ByteLevel pre-tokenizer uses)."
     keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
     extra = [b for b in range(256) if b not in keep]
     return {**{chr(b): b for b in keep}, **{chr(256 + i): b for i, b in enumerate(extra)}}
 
+# %% ../nbs/41_serve.ipynb #f4e6eeb8
 def token_bytes(tok, i: int) -> bytes:
     "The bytes token `i` stands for (a byte-level BPE token may be part of a character); specials as their names."
     if isinstance(tok, BPETokenizer) and i >= 6:
@@ -383,6 +405,7 @@ def token_bytes(tok, i: int) -> bytes:
         return bytes(table[c] for c in tok.tok.id_to_token(int(i)))
     return tok.decode([int(i)], skip_special=False).encode()
 
+# %% ../nbs/41_serve.ipynb #cec43452
 def _logprobs_json(tok, toks: list, chat: bool, n_top: int) -> dict:
     "OpenAI's `logprobs` object: chat `{content: [{token, logprob, bytes, top_logprobs}]}`, completions `{tokens, token_logprobs, top_logprobs, text_offset}`."
     def text(i): return token_bytes(tok, i).decode("utf-8", "replace")
@@ -393,42 +416,103 @@ def _logprobs_json(tok, toks: list, chat: bool, n_top: int) -> dict:
             "top_logprobs": [{text(i): lp for i, lp in t.top} for t in toks] if n_top else None,
             "text_offset": [t.offset for t in toks]}
 
+# %% ../nbs/41_serve.ipynb #1f4225a7
+async def _read_body(request, model_id: str) -> dict:
+    "The JSON object of a request for `model_id`, read up to `MAX_BODY` bytes; a `RequestError` (413, 400, 404) says what is wrong with it."
+    from starlette.requests import ClientDisconnect
+    size = request.headers.get("content-length", "")
+    if size.isdigit() and int(size) > MAX_BODY:
+        raise RequestError(f"the body is {int(size):,} bytes; the limit is {MAX_BODY:,}", None, 413, "request_too_large")
+    chunks, n = [], 0
+    try:
+        async for c in request.stream():
+            n += len(c)
+            if n > MAX_BODY: raise RequestError(f"the body is over the limit of {MAX_BODY:,} bytes", None, 413, "request_too_large")
+            chunks.append(c)
+    except ClientDisconnect: raise _Disconnected() from None
+    try: body = json.loads(b"".join(chunks))
+    except (ValueError, RecursionError) as e:
+        where = f" ({e.msg} at line {e.lineno} column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
+        raise RequestError(f"the request body is not valid JSON{where}", None) from None
+    if not isinstance(body, dict): raise RequestError("the request body must be a JSON object", None)
+    m = body.get("model")
+    if m is None: raise RequestError("'model' is required", "model")
+    if not isinstance(m, str): raise RequestError(f"'model' must be a string, got {_shown(m)}", "model")
+    if m != model_id: raise RequestError(f"the model {m!r} does not exist; this server has {model_id!r}", "model", 404, "model_not_found")
+    return body
+
+# %% ../nbs/41_serve.ipynb #9d1c5c3f
+def _choices(tok, chat: bool, s: Sampling):
+    "`choice(i, text, finish, delta, toks)`: one entry of a reply's `choices` (a chat message, a chat delta or a completion text), with its logprobs when `s` asks for them."
+    def lp(toks): return _logprobs_json(tok, toks, chat, s.top_logprobs) if s.logprobs else None
+    def choice(i, text=None, finish=None, delta=None, toks=()):
+        if chat and delta is not None: return {"index": i, "delta": delta, "logprobs": lp(list(toks)), "finish_reason": finish}
+        if chat: return {"index": i, "message": {"role": "assistant", "content": text}, "logprobs": lp(list(toks)), "finish_reason": finish}
+        return {"index": i, "text": text, "logprobs": lp(list(toks)), "finish_reason": finish}
+    return choice
+
+# %% ../nbs/41_serve.ipynb #0a2d82e5
+def _events(params, cfg, tok, ids, s: Sampling, rng, batcher, stop, chat: bool, head: dict, choice, usage):
+    "The server-sent events of a streamed reply: for each of the `s.n` choices a role delta (chat), its pieces and its finish; then the usage (when asked) and [DONE]. `head`: the id, object, created and model of every chunk."
+    def ev(choices, **extra):
+        c = {**head, "choices": choices}
+        if s.include_usage: c["usage"] = None
+        return "data: " + json.dumps({**c, **extra}, ensure_ascii=False) + "\n\n"
+    total = 0
+    for i in range(s.n):
+        if chat: yield ev([choice(i, delta={"role": "assistant", "content": ""})])
+        g = generate_text(params, cfg, tok, ids, s, rng, batcher, stop)
+        while True:
+            try: piece, toks = next(g)
+            except StopIteration as e: finish, n = e.value; break
+            yield ev([choice(i, delta={"content": piece}, toks=toks) if chat else choice(i, piece, toks=toks)])
+        total += n
+        yield ev([choice(i, delta={}, finish=finish) if chat else choice(i, "", finish)])
+    if s.include_usage: yield ev([], usage=usage(total))
+    yield "data: [DONE]\n\n"
+
+# %% ../nbs/41_serve.ipynb #303006a8
+def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: Sampling):
+    "A coroutine giving the reply to one request for `ids`: the whole JSON response, or with `s.stream` the `StreamingResponse` of `_events` (a client that goes away frees its batch slot at once)."
+    from starlette.responses import JSONResponse, StreamingResponse
+    from starlette.concurrency import run_in_threadpool
+    rid, now = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex, int(time.time())
+    obj = "chat.completion" if chat else "text_completion"
+    rng = np.random.default_rng(s.seed)                 # one generator for all n choices: choice 0 is the n = 1 reply
+    choice = _choices(tok, chat, s)
+    def usage(n): return {"prompt_tokens": len(ids), "completion_tokens": n, "total_tokens": len(ids) + n}
+    if not s.stream:
+        def all_choices():
+            return [run_generation(params, cfg, tok, ids, s, rng, batcher) for _ in range(s.n)]
+        async def whole():
+            outs = await run_in_threadpool(all_choices)
+            return JSONResponse({"id": rid, "object": obj, "created": now, "model": model_id,
+                                 "choices": [choice(i, text, finish, toks=toks) for i, (text, finish, _, toks) in enumerate(outs)],
+                                 "usage": usage(sum(o[2] for o in outs))})
+        return whole()
+    stop = threading.Event()                             # set when the client is gone: frees the batch slot at once
+    async def chunks():
+        it = _events(params, cfg, tok, ids, s, rng, batcher, stop, chat,
+                     {"id": rid, "object": obj + (".chunk" if chat else ""), "created": now, "model": model_id}, choice, usage)
+        try:
+            while (c := await run_in_threadpool(next, it, None)) is not None: yield c
+        finally: stop.set()                              # the end, or Starlette cancelling us when the client disconnects
+    async def streamed(): return StreamingResponse(chunks(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+    return streamed()
+
+# %% ../nbs/41_serve.ipynb #b07b7f77
 def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: str = "127.0.0.1", allow_hosts=(),
                cors=(), api_key: str | None = None, slots: int = 16, device: str = "cpu"):
     "The ASGI app serving one model under `model_id` — /v1/models, /v1/chat/completions, /v1/completions, the chat page at / and /health — behind a `Guard` (Host, Origin, API key, JSON only); requests share a `Batcher` of `slots` sequences on `device`."
     from starlette.applications import Starlette
-    from starlette.responses import JSONResponse, StreamingResponse, HTMLResponse
-    from starlette.requests import ClientDisconnect
+    from starlette.responses import JSONResponse, HTMLResponse
     from starlette.routing import Route
-    from starlette.concurrency import run_in_threadpool
     params = np.asarray(params, np.float32)
     created = int(time.time())
     log = logging.getLogger("mint.serve")
     batcher = Batcher(params, cfg, slots, device) if slots else None        # slots=0: a Decoder per request (CPU)
 
     def error(e: RequestError): return JSONResponse(e.body(), status_code=e.status)
-
-    async def read(request) -> dict:
-        size = request.headers.get("content-length", "")
-        if size.isdigit() and int(size) > MAX_BODY:
-            raise RequestError(f"the body is {int(size):,} bytes; the limit is {MAX_BODY:,}", None, 413, "request_too_large")
-        chunks, n = [], 0
-        try:
-            async for c in request.stream():
-                n += len(c)
-                if n > MAX_BODY: raise RequestError(f"the body is over the limit of {MAX_BODY:,} bytes", None, 413, "request_too_large")
-                chunks.append(c)
-        except ClientDisconnect: raise _Disconnected() from None
-        try: body = json.loads(b"".join(chunks))
-        except (ValueError, RecursionError) as e:
-            where = f" ({e.msg} at line {e.lineno} column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
-            raise RequestError(f"the request body is not valid JSON{where}", None) from None
-        if not isinstance(body, dict): raise RequestError("the request body must be a JSON object", None)
-        m = body.get("model")
-        if m is None: raise RequestError("'model' is required", "model")
-        if not isinstance(m, str): raise RequestError(f"'model' must be a string, got {_shown(m)}", "model")
-        if m != model_id: raise RequestError(f"the model {m!r} does not exist; this server has {model_id!r}", "model", 404, "model_not_found")
-        return body
 
     async def models(request):
         return JSONResponse({"object": "list", "data": [{"id": model_id, "object": "model", "created": created, "owned_by": "mint",
@@ -441,59 +525,14 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
         return HTMLResponse(CHAT_PAGE, headers={"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosniff",
                                                 "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
 
-    def respond(chat: bool, ids: list, s: Sampling):
-        rid, now = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex, int(time.time())
-        obj = "chat.completion" if chat else "text_completion"
-        rng = np.random.default_rng(s.seed)                 # one generator for all n choices: choice 0 is the n = 1 reply
-        def lp(toks): return _logprobs_json(tok, toks, chat, s.top_logprobs) if s.logprobs else None
-        def choice(i, text=None, finish=None, delta=None, toks=()):
-            if chat and delta is not None: return {"index": i, "delta": delta, "logprobs": lp(list(toks)), "finish_reason": finish}
-            if chat: return {"index": i, "message": {"role": "assistant", "content": text}, "logprobs": lp(list(toks)), "finish_reason": finish}
-            return {"index": i, "text": text, "logprobs": lp(list(toks)), "finish_reason": finish}
-        def usage(n): return {"prompt_tokens": len(ids), "completion_tokens": n, "total_tokens": len(ids) + n}
-        if not s.stream:
-            def all_choices():
-                return [run_generation(params, cfg, tok, ids, s, rng, batcher) for _ in range(s.n)]
-            async def whole():
-                outs = await run_in_threadpool(all_choices)
-                return JSONResponse({"id": rid, "object": obj, "created": now, "model": model_id,
-                                     "choices": [choice(i, text, finish, toks=toks) for i, (text, finish, _, toks) in enumerate(outs)],
-                                     "usage": usage(sum(o[2] for o in outs))})
-            return whole()
-        stop = threading.Event()                             # set when the client is gone: frees the batch slot at once
-        def events():
-            def ev(choices, **extra):
-                c = {"id": rid, "object": obj + (".chunk" if chat else ""), "created": now, "model": model_id, "choices": choices}
-                if s.include_usage: c["usage"] = None
-                return "data: " + json.dumps({**c, **extra}, ensure_ascii=False) + "\n\n"
-            total = 0
-            for i in range(s.n):
-                if chat: yield ev([choice(i, delta={"role": "assistant", "content": ""})])
-                g = generate_text(params, cfg, tok, ids, s, rng, batcher, stop)
-                while True:
-                    try: piece, toks = next(g)
-                    except StopIteration as e: finish, n = e.value; break
-                    yield ev([choice(i, delta={"content": piece}, toks=toks) if chat else choice(i, piece, toks=toks)])
-                total += n
-                yield ev([choice(i, delta={}, finish=finish) if chat else choice(i, "", finish)])
-            if s.include_usage: yield ev([], usage=usage(total))
-            yield "data: [DONE]\n\n"
-        async def chunks():
-            it = events()
-            try:
-                while (c := await run_in_threadpool(next, it, None)) is not None: yield c
-            finally: stop.set()                              # the end, or Starlette cancelling us when the client disconnects
-        async def streamed(): return StreamingResponse(chunks(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
-        return streamed()
-
     def endpoint(chat: bool):
         async def handle(request):
             try:
-                body = await read(request)
+                body = await _read_body(request, model_id)
                 s = parse_sampling(body, chat)
                 ids = (chat_prompt(tok, body.get("messages"), cfg.max_seq_len) if chat
                        else completion_prompt(tok, body.get("prompt"), cfg.max_seq_len))
-                return await respond(chat, ids, s)
+                return await _reply(params, cfg, tok, model_id, batcher, chat, ids, s)
             except RequestError as e: return error(e)
             except _Disconnected: return JSONResponse({"error": {"message": "the client disconnected", "type": "invalid_request_error",
                                                                  "param": None, "code": None}}, 400)
@@ -533,30 +572,9 @@ input[type=text], input[type=password] { width: 6em; }
 form { display: flex; gap: .5em; padding: .6em 1em; border-top: 1px solid #8886; }
 textarea { flex: 1; resize: none; font: inherit; padding: .4em; }
 """
-_PAGE_SCRIPT = """
-"use strict";
-const $ = id => document.getElementById(id);
-const chat = window.mintChat = {model: null, history: [], busy: null, chunks: 0};
-function status(state, text) { const s = $("status"); s.dataset.state = state; s.textContent = text; }
-function headers() {
-  const h = {"Content-Type": "application/json"}, key = $("key").value.trim();
-  if (key) h.Authorization = "Bearer " + key;
-  return h;
-}
-function bubble(role, text) {
-  const d = document.createElement("div");
-  d.className = "msg " + role; d.textContent = text;
-  $("log").append(d); $("log").scrollTop = $("log").scrollHeight;
-  return d;
-}
-async function reason(r) { try { return (await r.json()).error.message; } catch (e) { return r.status + " " + r.statusText; } }
-async function load() {
-  const r = await fetch("/v1/models", {headers: headers()});
-  if (!r.ok) { status("error", await reason(r)); return; }
-  const m = (await r.json()).data[0];
-  chat.model = m.id; $("model").textContent = m.id + " · " + m.context_length + " tokens";
-  status("idle", "ready");
-}
+
+# %% ../nbs/41_serve.ipynb #f6f9531d
+_PAGE_SEND = """\
 async function send(text) {
   if (!chat.model) await load();
   if (!chat.model || chat.busy) return;
@@ -599,6 +617,34 @@ async function send(text) {
     status("error", "not answered");
   } finally { if (chat.busy === ctrl) chat.busy = null; }
 }
+"""
+
+# %% ../nbs/41_serve.ipynb #4441e165
+_PAGE_SCRIPT = """
+"use strict";
+const $ = id => document.getElementById(id);
+const chat = window.mintChat = {model: null, history: [], busy: null, chunks: 0};
+function status(state, text) { const s = $("status"); s.dataset.state = state; s.textContent = text; }
+function headers() {
+  const h = {"Content-Type": "application/json"}, key = $("key").value.trim();
+  if (key) h.Authorization = "Bearer " + key;
+  return h;
+}
+function bubble(role, text) {
+  const d = document.createElement("div");
+  d.className = "msg " + role; d.textContent = text;
+  $("log").append(d); $("log").scrollTop = $("log").scrollHeight;
+  return d;
+}
+async function reason(r) { try { return (await r.json()).error.message; } catch (e) { return r.status + " " + r.statusText; } }
+async function load() {
+  const r = await fetch("/v1/models", {headers: headers()});
+  if (!r.ok) { status("error", await reason(r)); return; }
+  const m = (await r.json()).data[0];
+  chat.model = m.id; $("model").textContent = m.id + " · " + m.context_length + " tokens";
+  status("idle", "ready");
+}
+""" + _PAGE_SEND + """\
 function clear() {
   if (chat.busy) chat.busy.abort();
   chat.busy = null; chat.history = []; $("log").replaceChildren(); status("idle", "cleared");
@@ -615,6 +661,8 @@ $("clear").addEventListener("click", clear);
 $("key").addEventListener("change", load);
 load();
 """
+
+# %% ../nbs/41_serve.ipynb #1ee22e2e
 CHAT_PAGE = f"""<!doctype html>
 <html lang="zh"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Mint chat</title><style>{_PAGE_STYLE}</style></head>
@@ -632,7 +680,11 @@ CHAT_PAGE = f"""<!doctype html>
 <script>{_PAGE_SCRIPT}</script>
 </body></html>
 """
+
+# %% ../nbs/41_serve.ipynb #cc7f59b9
 def _sha(text: str) -> str: return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+# %% ../nbs/41_serve.ipynb #f7b2fe44
 PAGE_CSP = (f"default-src 'none'; script-src {_sha(_PAGE_SCRIPT)}; style-src {_sha(_PAGE_STYLE)}; connect-src 'self'; "
             "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
@@ -659,6 +711,7 @@ def listen(host: str, port: int) -> socket.socket:
     sock.set_inheritable(True)
     return sock
 
+# %% ../nbs/41_serve.ipynb #e2d82027
 def serve(params, cfg: ModelConfig, tok, model_id: str = "mint", host: str = "127.0.0.1", port: int = 8000, log=print, *,
           sock: socket.socket | None = None, allow_hosts=(), cors=(), api_key: str | None = None, slots: int = 16, device: str = "cpu"):
     "Serve the model with uvicorn until Ctrl-C (localhost by default): bind (or take `sock`), then announce, then serve."

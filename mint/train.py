@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
+from fastcore.basics import patch
 from .core import ModelConfig
 from .vocab import Vocab
 from .optim import lr_at
@@ -28,12 +29,14 @@ def bar_is_live() -> bool:
     nb = sys.modules.get("tqdm.notebook")
     return sys.stderr.isatty() or bool(nb and issubclass(tqdm, nb.tqdm_notebook))
 
+# %% ../nbs/36_robust_train.ipynb #871eaeb7
 def bar_postfix(loss: float, lr: float, tokens_per_s: float, val: float) -> dict:
     "The progress bar's postfix: loss, lr, tokens/s, and `val` once a validation loss exists (no `val=nan` before)."
     d = dict(loss=f"{loss:.3f}", lr=f"{lr:.1e}", tok_s=f"{tokens_per_s:,.0f}")
     if math.isfinite(val): d["val"] = f"{val:.3f}"
     return d
 
+# %% ../nbs/36_robust_train.ipynb #1dbb4ab1
 def notify(callbacks, event: str, step: int, hist: dict):
     "Call `cb.<event>(step, hist)` on every callback that has that method."
     for cb in callbacks:
@@ -46,6 +49,7 @@ def _effective(t: TrainConfig, cfg: ModelConfig) -> dict:
     return dict(batch_size=t.batch_size, seq_len=t.seq_len or cfg.max_seq_len, lr=t.base_lr, warmup=t.warmup_steps,
                 weight_decay=t.weight_decay, max_grad_norm=t.max_grad_norm, seed=t.seed, optimizer=t.optimizer)
 
+# %% ../nbs/36_robust_train.ipynb #3bab9cc4
 def check_resumable(st: TrainState, cfg: ModelConfig, vocab: Vocab, tcfg: TrainConfig):
     "ValueError unless a run with `cfg`, `vocab`, `tcfg` continues `st` (the model, vocabulary and step-defining settings agree; steps, eval_every, time_limit may change)."
     where = st.path.parent if st.path else "the run"
@@ -80,6 +84,7 @@ class TrainResult:
         "130 interrupted (SIGINT), 143 terminated (SIGTERM), 1 when `problems`, else 0."
         return EXIT_CODES.get(self.reason, 1 if self.problems else 0)
 
+# %% ../nbs/36_robust_train.ipynb #86603ca2
 ON_END: list = []     # functions f(result: TrainResult) called when any run ends, after its files are written
 
 # %% ../nbs/36_robust_train.ipynb #2a2f9243
@@ -113,12 +118,15 @@ def _merge(hist: dict, seg: dict):
         elif isinstance(v, (int, float)): hist[k] = hist.get(k, 0) + v
         else: hist[k] = v
 
+# %% ../nbs/36_robust_train.ipynb #9d19bebb
 def state_bytes(cfg: ModelConfig, steps: int) -> int:
     "About the size of a training state on disk: three parameter-sized arrays, the header's vocabulary and a history of `steps`."
     return 3 * checkpoint_bytes(cfg) + 80 * steps
 
+# %% ../nbs/36_robust_train.ipynb #f4d6b751
 _clock = time.perf_counter      # the loop's clock (the time limit, the pace, tokens/s); tests give it a fake one
 
+# %% ../nbs/36_robust_train.ipynb #afc1fdc0
 def resumed_best(path: Path, cfg: ModelConfig, vocab: Vocab, best: float, best_step, next_val: int, note) -> tuple:
     "On resume, the best checkpoint the run left at `path`, loaded whole: `(best, best_step, path)`, taking its own val_loss when lower than the state's. One that is damaged, of another model, or missing while the state says it was saved cannot be kept: a warning names it, and `(inf, None, None)` lets validation `next_val` write a new one."
     if not path.exists():
@@ -145,6 +153,7 @@ def start_warnings(tcfg: TrainConfig) -> list[str]:
                 f"rate only reaches {top:.2g} of --lr {tcfg.base_lr:g}; use a --warmup below --steps"]
     return []
 
+# %% ../nbs/36_robust_train.ipynb #ecdec2dc
 def replan_note(old: TrainConfig, new: TrainConfig, step: int) -> str | None:
     "On resume with other `--steps`: the new plan of the learning rate, said in one line (None when the schedule is unchanged)."
     if old.steps == new.steps: return None
@@ -184,6 +193,7 @@ def learning_problems(hist: dict, ran_from: int, step: int, tcfg: TrainConfig, a
                    f"reached --lr {lr0:g}; use a --warmup below --steps")
     return out
 
+# %% ../nbs/36_robust_train.ipynb #9e54c4ab
 def untrained_loss(engine, w: np.ndarray, val_batches, limit: int | None = None) -> float:
     "The validation loss of weights `w` (a run's first), the engine's own state put back afterwards."
     now = engine.state()
@@ -191,7 +201,154 @@ def untrained_loss(engine, w: np.ndarray, val_batches, limit: int | None = None)
     try: return float(engine.evaluate(val_batches, limit))
     finally: engine.load_state(now)
 
-# %% ../nbs/36_robust_train.ipynb #95bab478
+# %% ../nbs/36_robust_train.ipynb #16c14bba
+def _resume_into(engine, resume: TrainState, cfg: ModelConfig, vocab: Vocab, tcfg: TrainConfig, train_batches, out_dir, note) -> tuple:
+    "Before the first step of a resumed run: check that it is the same run, load its state into `engine`, fast-forward `train_batches` to its step and take over its best checkpoint; returns (start, history, best, best_step, checkpoint)."
+    check_resumable(resume, cfg, vocab, tcfg)
+    if (w := replan_note(resume.tcfg, tcfg, resume.step)): note(w)
+    engine.load_state(resume.arrays)
+    start = resume.step
+    if sum(1 for _ in itertools.islice(train_batches, start)) < start:
+        raise ValueError(f"cannot resume: the training data ends before step {start} (is it the run's data?)")
+    hist = {"val_rejected": [], "val_moved": [], **json.loads(json.dumps(resume.history))}
+    best, best_step, ckpt = resume.best_val, resume.best_step, None
+    if out_dir is not None:
+        nxt = min((start // tcfg.eval_every + 1) * tcfg.eval_every, tcfg.steps)
+        best, best_step, ckpt = resumed_best(out_dir / "best.safetensors", cfg, vocab, best, best_step, nxt, note)
+    return start, hist, best, best_step, ckpt
+
+# %% ../nbs/36_robust_train.ipynb #9774db24
+class _RunState:
+    "What `run_training` knows as it goes — the step, the tokens, the history, the best validation and its checkpoint, the step of the training state on disk (`state_at`), what could not be saved — and its writes (`save`, `save_state`, `validate`, `save_now`)."
+    def __init__(self, engine, cfg: ModelConfig, tcfg: TrainConfig, vocab: Vocab, meta: dict, out_dir, val_batches, callbacks, note,
+                 start: int, hist: dict, best: float, best_step, ckpt, state_at):
+        self.engine, self.cfg, self.tcfg, self.vocab, self.meta, self.out_dir = engine, cfg, tcfg, vocab, meta, out_dir
+        self.val_batches, self.callbacks, self.note, self.start, self.hist = val_batches, callbacks, note, start, hist
+        self.best, self.best_step, self.ckpt, self.state_at = best, best_step, ckpt, state_at
+        self.w0 = np.array(engine.host_params(), copy=True)          # the weights at the last validation: did they move since?
+        self.w_start, self.rejected_at = self.w0.copy(), engine.rejected_count()
+        self.step, self.tokens, self.save_errors, self.warned, self.unsaved = start, 0, [], set(), {}
+        self.last_val = hist["val_loss"][-1] if hist["val_loss"] else math.nan
+        self.validated_at = hist["val_step"][-1] if hist["val_step"] else None
+        self.worst = 2 * math.log(cfg.vocab_size)
+
+    def save(self, what, fn):
+        "Run one save; a failure is reported in one line and the run goes on."
+        try: return fn()
+        except (OSError, ValueError) as e:
+            self.save_errors.append(f"{what}: {e}"); self.unsaved[what] = str(e); self.note(f"warning: {what} not saved: {e}"); return None
+
+# %% ../nbs/36_robust_train.ipynb #fa1e41d3
+@patch
+def save_state(self: _RunState):
+    "Save the training state of this step (`save_train_state`); `state_at` is this step when it was saved."
+    st = TrainState(self.step, self.tcfg, self.cfg, self.vocab, self.meta, self.hist, self.best, self.best_step, self.engine.state())
+    p = self.save("training state", lambda: save_train_state(self.out_dir, st))
+    if p is not None: self.state_at = self.step
+    return p
+
+# %% ../nbs/36_robust_train.ipynb #39db8419
+@patch
+def warn_once(self: _RunState, ran: int):
+    "After a finite validation: warn once when Adam rejected most updates of the last `ran` steps, once when the loss is over twice uniform guessing."
+    hist, step, note = self.hist, self.step, self.note
+    if hist["val_rejected"][-1] > 0.5 and "rejected" not in self.warned:
+        self.warned.add("rejected")
+        note(f"warning: Adam rejected {hist['val_rejected'][-1]:.0%} of the updates of steps {step - ran + 1}–{step}"
+             f"{'' if hist['val_moved'][-1] else ' (the weights did not move)'}: this run is not learning")
+    if not self.last_val <= self.worst and "val" not in self.warned:
+        self.warned.add("val")
+        note(f"warning: validation loss {self.last_val:.4g} nats/token at step {step} is more than twice that of guessing "
+             f"uniformly ({self.worst / 2:.2f}): the run is diverging (a lower --lr helps)")
+
+# %% ../nbs/36_robust_train.ipynb #16d1fc23
+@patch
+def validate(self: _RunState, limit, with_state=True) -> bool:
+    "Validate, save the best checkpoint and the training state; False (nothing saved) when the loss is not finite."
+    engine, hist, step, out_dir = self.engine, self.hist, self.step, self.out_dir
+    ran, self.last_val = step - (self.validated_at if self.validated_at is not None else self.start), float(engine.evaluate(self.val_batches, limit))
+    self.validated_at, w, n_rej = step, engine.host_params(), engine.rejected_count()
+    hist["val_step"].append(step); hist["val_loss"].append(self.last_val)
+    hist["val_rejected"].append((n_rej - self.rejected_at) / max(ran * w.size, 1))   # share of updates Adam refused since the last one
+    hist["val_moved"].append(not np.array_equal(w, self.w0))                        # did the weights change since the last one?
+    self.w0, self.rejected_at = np.array(w, copy=True), n_rej
+    notify(self.callbacks, "after_validate", step, hist)
+    if not math.isfinite(self.last_val): return False           # diverged: the last good state and best checkpoint stay
+    self.warn_once(ran)
+    if self.last_val < self.best:
+        p = None if out_dir is None else self.save("best checkpoint", lambda: save_checkpoint(
+            out_dir / "best.safetensors", engine.host_params(), self.cfg, self.vocab, {**self.meta, "step": step, "val_loss": self.last_val}))
+        if out_dir is None or p is not None: self.best, self.best_step, self.ckpt = self.last_val, step, p or self.ckpt
+    if out_dir is not None and with_state: self.save_state()
+    return True
+
+# %% ../nbs/36_robust_train.ipynb #9fb63000
+@patch
+def save_now(self: _RunState):
+    "The `s` command: a checkpoint of this step beside the best one, and the training state; training goes on."
+    step, out_dir = self.step, self.out_dir
+    if out_dir is None: self.note("save now: this run has no folder (out_dir=None), nothing to save"); return
+    p = self.save(f"checkpoint of step {step}", lambda: save_checkpoint(
+        out_dir / f"step-{step:06d}.safetensors", self.engine.host_params(), self.cfg, self.vocab,
+        {**self.meta, "step": step, "train_loss": self.hist["loss"][-1], "val_loss": self.last_val if self.validated_at == step else None}))
+    self.save_state()
+    if p is not None: self.note(f"saved {p.name} and the training state in the run folder; training goes on")
+
+# %% ../nbs/36_robust_train.ipynb #cb19b87f
+def _first_step(held: contextlib.ExitStack, engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches, vocab: Vocab,
+                out_dir, meta: dict, resume, callbacks, note) -> _RunState:
+    "Before the first step: lock the run folder (held by `held`) and check its disk space, say what is wrong with the settings, and resume (`_resume_into`) when asked; returns the run's `_RunState`."
+    if out_dir is not None:
+        held.enter_context(RunLock(out_dir, log=note))
+        c, st = checkpoint_bytes(cfg), state_bytes(cfg, tcfg.steps)
+        check_disk_space(out_dir, 2 * c + 2 * st, replaces={"best.safetensors": c, STATE_NAME: st})
+    for w in start_warnings(tcfg): note(w)
+    hist = dict(step=[], loss=[], lr=[], val_step=[], val_loss=[], val_rejected=[], val_moved=[])
+    start, best, best_step, ckpt = 0, math.inf, None, None
+    if resume is not None:
+        start, hist, best, best_step, ckpt = _resume_into(engine, resume, cfg, vocab, tcfg, train_batches, out_dir, note)
+    return _RunState(engine, cfg, tcfg, vocab, meta, out_dir, val_batches, callbacks, note, start, hist, best, best_step, ckpt,
+                     resume.step if resume is not None else None)
+
+# %% ../nbs/36_robust_train.ipynb #ab7fe71b
+def _interrupted(r: _RunState, control: TrainControl) -> str:
+    "The `stopped` line after a KeyboardInterrupt that is not the handler's flag (a second Ctrl-C, or one raised without a signal). It may have cut a step: its weights are whole (each array is written by one call), Adam's moments may not match them. The first one still validates and saves the best checkpoint, not the training state; a second one stops at once."
+    first = control.stop_reason is None
+    control.request_stop("interrupted")
+    stopped = f"interrupted at once during step {r.step + 1}; the training state is that of step {r.validated_at}"
+    if first and r.step > 0:
+        try: r.validate(None, with_state=False); stopped += f", the best checkpoint validated at step {r.step}"
+        except KeyboardInterrupt: pass
+    return stopped
+
+# %% ../nbs/36_robust_train.ipynb #1c073e1f
+def _run_problems(r: _RunState, reason: str, bad_loss, tcfg: TrainConfig) -> list[str]:
+    "What went wrong in a run that ended with `reason`, each in words naming the cause and what was kept: divergence, not learning (`learning_problems`), no finite validation loss, failed saves; [] when nothing did."
+    problems, lr0, step = [], tcfg.base_lr, r.step
+    if reason == "diverged" and bad_loss is not None:
+        problems.append(f"the training loss became {bad_loss} at step {step + 1}: training diverged; lower --lr (it was {lr0:g})")
+    elif reason == "diverged":
+        kept = ("nothing was saved" if r.out_dir is None else f"kept: the training state of step {r.state_at}" if r.state_at is not None
+                else "no training state was saved") + (f" and the best checkpoint of step {r.best_step}" if r.ckpt is not None else "")
+        problems.append(f"the validation loss became {r.last_val} at step {step}: training diverged ({kept}); lower --lr (it was {lr0:g})")
+    else:
+        problems += learning_problems(r.hist, r.start, step, tcfg, r.engine.acfg, r.w_start)
+    if math.isfinite(r.best) and r.best > r.worst:
+        problems.append(f"the best validation loss, {r.best:.4g} nats/token, is more than twice that of guessing uniformly "
+                        f"({r.worst / 2:.2f}): training diverged; lower --lr (it was {lr0:g})")
+    if not math.isfinite(r.best):
+        problems.append("no finite validation loss: " + ("the run ended before its first step" if step == 0 else "nothing was kept"))
+    if r.save_errors: problems.append(f"{len(r.save_errors)} save(s) failed, the last: {r.save_errors[-1]}")
+    return problems
+
+# %% ../nbs/36_robust_train.ipynb #162a0a12
+def _end_hooks(res: TrainResult, on_end, note):
+    "The one place where the end of a run is attached (reports, ...): each hook of `ON_END`, then of `on_end`, gets the result; a failing hook is one warning line."
+    for hook in (*ON_END, *on_end):
+        try: hook(res)
+        except Exception as e: note(f"warning: on_end hook {getattr(hook, '__name__', hook)} failed: {type(e).__name__}: {e}")
+
+# %% ../nbs/36_robust_train.ipynb #4c41717e
 def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list, vocab: Vocab,
                  out_dir=None, meta: dict | None = None, progress: bool = True, control: TrainControl | None = None,
                  resume: TrainState | None = None, on_end=(), callbacks=()) -> TrainResult:
@@ -201,130 +358,52 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
     meta = dict(meta or {})
     note = lambda s: tqdm.write(s, file=sys.stderr)
     with contextlib.ExitStack() as held:
-        # 1. before the first step
-        if out_dir is not None:
-            held.enter_context(RunLock(out_dir, log=note))
-            c, st = checkpoint_bytes(cfg), state_bytes(cfg, tcfg.steps)
-            check_disk_space(out_dir, 2 * c + 2 * st, replaces={"best.safetensors": c, STATE_NAME: st})
-        for w in start_warnings(tcfg): note(w)
-        hist = dict(step=[], loss=[], lr=[], val_step=[], val_loss=[], val_rejected=[], val_moved=[])
-        start, best, best_step, ckpt = 0, math.inf, None, None
-        if resume is not None:
-            check_resumable(resume, cfg, vocab, tcfg)
-            if (w := replan_note(resume.tcfg, tcfg, resume.step)): note(w)
-            engine.load_state(resume.arrays)
-            start = resume.step
-            if sum(1 for _ in itertools.islice(train_batches, start)) < start:
-                raise ValueError(f"cannot resume: the training data ends before step {start} (is it the run's data?)")
-            hist = {"val_rejected": [], "val_moved": [], **json.loads(json.dumps(resume.history))}
-            best, best_step = resume.best_val, resume.best_step
-            if out_dir is not None:
-                nxt = min((start // tcfg.eval_every + 1) * tcfg.eval_every, tcfg.steps)
-                best, best_step, ckpt = resumed_best(out_dir / "best.safetensors", cfg, vocab, best, best_step, nxt, note)
-        w0 = np.array(engine.host_params(), copy=True)          # the weights at the last validation: did they move since?
-        w_start, rejected_at = w0.copy(), engine.rejected_count()
-        step, tokens, save_errors, warned, unsaved = start, 0, [], set(), {}
-        last_val = hist["val_loss"][-1] if hist["val_loss"] else math.nan
-        validated_at = hist["val_step"][-1] if hist["val_step"] else None
+        r = _first_step(held, engine, cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, resume, callbacks, note)   # 1. before the first step
         reason, stopped, bad_loss, seg = "done", "done", None, {}
-        state_at = resume.step if resume is not None else None        # the step of the training state on disk
-        worst = 2 * math.log(cfg.vocab_size)
-
-        def save(what, fn):
-            "Run one save; a failure is reported in one line and the run goes on."
-            try: return fn()
-            except (OSError, ValueError) as e:
-                save_errors.append(f"{what}: {e}"); unsaved[what] = str(e); note(f"warning: {what} not saved: {e}"); return None
-        def save_state():
-            st = TrainState(step, tcfg, cfg, vocab, meta, hist, best, best_step, engine.state())
-            nonlocal state_at
-            p = save("training state", lambda: save_train_state(out_dir, st))
-            if p is not None: state_at = step
-            return p
-        def validate(limit, with_state=True) -> bool:
-            "Validate, save the best checkpoint and the training state; False (nothing saved) when the loss is not finite."
-            nonlocal best, best_step, last_val, ckpt, validated_at, w0, rejected_at
-            ran, last_val = step - (validated_at if validated_at is not None else start), float(engine.evaluate(val_batches, limit))
-            validated_at, w, n_rej = step, engine.host_params(), engine.rejected_count()
-            hist["val_step"].append(step); hist["val_loss"].append(last_val)
-            hist["val_rejected"].append((n_rej - rejected_at) / max(ran * w.size, 1))   # share of updates Adam refused since the last one
-            hist["val_moved"].append(not np.array_equal(w, w0))                        # did the weights change since the last one?
-            w0, rejected_at = np.array(w, copy=True), n_rej
-            notify(callbacks, "after_validate", step, hist)
-            if not math.isfinite(last_val): return False           # diverged: the last good state and best checkpoint stay
-            if hist["val_rejected"][-1] > 0.5 and "rejected" not in warned:
-                warned.add("rejected")
-                note(f"warning: Adam rejected {hist['val_rejected'][-1]:.0%} of the updates of steps {step - ran + 1}–{step}"
-                     f"{'' if hist['val_moved'][-1] else ' (the weights did not move)'}: this run is not learning")
-            if not last_val <= worst and "val" not in warned:
-                warned.add("val")
-                note(f"warning: validation loss {last_val:.4g} nats/token at step {step} is more than twice that of guessing "
-                     f"uniformly ({worst / 2:.2f}): the run is diverging (a lower --lr helps)")
-            if last_val < best:
-                p = None if out_dir is None else save("best checkpoint", lambda: save_checkpoint(
-                    out_dir / "best.safetensors", engine.host_params(), cfg, vocab, {**meta, "step": step, "val_loss": last_val}))
-                if out_dir is None or p is not None: best, best_step, ckpt = last_val, step, p or ckpt
-            if out_dir is not None and with_state: save_state()
-            return True
-        def save_now():
-            if out_dir is None: note("save now: this run has no folder (out_dir=None), nothing to save"); return
-            p = save(f"checkpoint of step {step}", lambda: save_checkpoint(
-                out_dir / f"step-{step:06d}.safetensors", engine.host_params(), cfg, vocab,
-                {**meta, "step": step, "train_loss": hist["loss"][-1], "val_loss": last_val if validated_at == step else None}))
-            save_state()
-            if p is not None: note(f"saved {p.name} and the training state in the run folder; training goes on")
 
         # 2. the steps
         t0 = _clock()
-        pace = Pace(tcfg.time_limit, start, tcfg.steps, t0) if tcfg.time_limit else None
+        pace = Pace(tcfg.time_limit, r.start, tcfg.steps, t0) if tcfg.time_limit else None
         # in a terminal or Jupyter the bar redraws often; in a log file (CI) every 30 s, or it floods the log
-        bar = tqdm(total=tcfg.steps, initial=start, desc=engine.desc, disable=not progress, dynamic_ncols=True,
+        bar = tqdm(total=tcfg.steps, initial=r.start, desc=engine.desc, disable=not progress, dynamic_ncols=True,
                    mininterval=0.1 if bar_is_live() else 30)
         with engine, stop_on_signals(control), terminal_commands(control) as tty:
             if tty: note("(s + Enter saves a checkpoint now; Ctrl-C stops after saving)")
             try:
-                while step < tcfg.steps:
+                while r.step < tcfg.steps:
                     if engine.agree(control.stop_reason is not None):          # data parallel: every rank stops at one step
                         reason = control.stop_reason or "interrupted"
-                        stopped = f"{reason} at step {step}"
-                        note(f"{reason}: stopping after step {step}; validating and saving (again to stop at once)"); break
+                        stopped = f"{reason} at step {r.step}"
+                        note(f"{reason}: stopping after step {r.step}; validating and saving (again to stop at once)"); break
                     batch = next(train_batches, None)
-                    if batch is None: reason, stopped = "data_exhausted", f"training data exhausted after step {step}"; break
-                    lr = lr_at(step, tcfg.steps, tcfg.base_lr, tcfg.warmup_steps)
-                    loss = engine.step(batch, lr, step + 1)
+                    if batch is None: reason, stopped = "data_exhausted", f"training data exhausted after step {r.step}"; break
+                    lr = lr_at(r.step, tcfg.steps, tcfg.base_lr, tcfg.warmup_steps)
+                    loss = engine.step(batch, lr, r.step + 1)
                     if not math.isfinite(loss):
-                        reason, stopped, bad_loss = "diverged", f"non-finite loss ({loss}) at step {step + 1}", loss; break
-                    step += 1
-                    tokens += int(batch.loss_mask.size)
-                    hist["step"].append(step); hist["loss"].append(float(loss)); hist["lr"].append(float(lr))
+                        reason, stopped, bad_loss = "diverged", f"non-finite loss ({loss}) at step {r.step + 1}", loss; break
+                    r.step += 1
+                    r.tokens += int(batch.loss_mask.size)
+                    r.hist["step"].append(r.step); r.hist["loss"].append(float(loss)); r.hist["lr"].append(float(lr))
                     bar.update(1)
-                    notify(callbacks, "after_step", step, hist)
-                    if step % tcfg.eval_every == 0 and step < tcfg.steps and not validate(tcfg.eval_batches):
-                        reason, stopped = "diverged", f"non-finite validation loss ({last_val}) at step {step}"; break
-                    if control.take_save(): save_now()
+                    notify(callbacks, "after_step", r.step, r.hist)
+                    if r.step % tcfg.eval_every == 0 and r.step < tcfg.steps and not r.validate(tcfg.eval_batches):
+                        reason, stopped = "diverged", f"non-finite validation loss ({r.last_val}) at step {r.step}"; break
+                    if control.take_save(): r.save_now()
                     now = _clock()
-                    if pace is not None and (w := pace.check(step, tokens, now)): note(w)
-                    bar.set_postfix(bar_postfix(loss, lr, tokens / max(now - t0, 1e-9), last_val), refresh=False)
+                    if pace is not None and (w := pace.check(r.step, r.tokens, now)): note(w)
+                    bar.set_postfix(bar_postfix(loss, lr, r.tokens / max(now - t0, 1e-9), r.last_val), refresh=False)
                     if tcfg.time_limit and engine.agree(now - t0 > tcfg.time_limit):
-                        reason, stopped = "time_limit", f"time limit ({tcfg.time_limit:.0f} s) reached at step {step}"; break
+                        reason, stopped = "time_limit", f"time limit ({tcfg.time_limit:.0f} s) reached at step {r.step}"; break
                 # 3. the end: a last validation (which saves the best checkpoint and the state), unless diverged
-                if reason != "diverged" and step > 0 and validated_at != step and not validate(None):
-                    reason, stopped = "diverged", f"non-finite validation loss ({last_val}) at step {step}"
-                if start == 0 and step > 0 and reason in ("done", "time_limit", "data_exhausted"):   # the same on every rank
-                    hist["val_untrained"] = untrained_loss(engine, w_start, val_batches)   # where validation started from
-                if hist["loss"]:                                   # the bar ends on the final figures
-                    bar.set_postfix(bar_postfix(hist["loss"][-1], hist["lr"][-1], tokens / max(_clock() - t0, 1e-9), last_val))
-            except KeyboardInterrupt:
-                # A KeyboardInterrupt that is not the handler's flag (a second Ctrl-C, or one raised without a signal)
-                # may have cut a step: its weights are whole (each array is written by one call), Adam's moments may
-                # not match them. The first one still validates and saves the best checkpoint, not the training state;
-                # a second one stops at once.
-                first, reason = control.stop_reason is None, "interrupted"
-                control.request_stop("interrupted")
-                stopped = f"interrupted at once during step {step + 1}; the training state is that of step {validated_at}"
-                if first and step > 0:
-                    try: validate(None, with_state=False); stopped += f", the best checkpoint validated at step {step}"
-                    except KeyboardInterrupt: pass
+                if reason != "diverged" and r.step > 0 and r.validated_at != r.step and not r.validate(None):
+                    reason, stopped = "diverged", f"non-finite validation loss ({r.last_val}) at step {r.step}"
+                if r.start == 0 and r.step > 0 and reason in ("done", "time_limit", "data_exhausted"):   # the same on every rank
+                    r.hist["val_untrained"] = untrained_loss(engine, r.w_start, val_batches)   # where validation started from
+                if r.hist["loss"]:                                   # the bar ends on the final figures
+                    bar.set_postfix(bar_postfix(r.hist["loss"][-1], r.hist["lr"][-1], r.tokens / max(_clock() - t0, 1e-9), r.last_val))
+            except KeyboardInterrupt:                          # one that is not the handler's flag: `_interrupted`
+                reason = "interrupted"
+                stopped = _interrupted(r, control)
             finally:
                 bar.close()
             # 4. the last writes, still under the signal handlers: a signal now only asks to stop (and is reported)
@@ -332,33 +411,16 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
             try:
                 secs = _clock() - t0
                 engine.finish(seg)
-                _merge(hist, seg)
-                notify(callbacks, "after_fit", step, hist)
-                if out_dir is not None: save("history", lambda: atomic_write(out_dir / "history.json", json.dumps(hist)))
+                _merge(r.hist, seg)
+                notify(callbacks, "after_fit", r.step, r.hist)
+                if out_dir is not None: r.save("history", lambda: atomic_write(out_dir / "history.json", json.dumps(r.hist)))
             finally: control.shielded = False
         if control.stop_reason is not None and reason in ("done", "time_limit", "data_exhausted"):
             reason, stopped = control.stop_reason, f"{stopped}; then {control.stop_reason} while saving (all saved)"
 
-        problems, lr0 = [], tcfg.base_lr
-        if reason == "diverged" and bad_loss is not None:
-            problems.append(f"the training loss became {bad_loss} at step {step + 1}: training diverged; lower --lr (it was {lr0:g})")
-        elif reason == "diverged":
-            kept = ("nothing was saved" if out_dir is None else f"kept: the training state of step {state_at}" if state_at is not None
-                    else "no training state was saved") + (f" and the best checkpoint of step {best_step}" if ckpt is not None else "")
-            problems.append(f"the validation loss became {last_val} at step {step}: training diverged ({kept}); lower --lr (it was {lr0:g})")
-        else:
-            problems += learning_problems(hist, start, step, tcfg, engine.acfg, w_start)
-        if math.isfinite(best) and best > worst:
-            problems.append(f"the best validation loss, {best:.4g} nats/token, is more than twice that of guessing uniformly "
-                            f"({worst / 2:.2f}): training diverged; lower --lr (it was {lr0:g})")
-        if not math.isfinite(best):
-            problems.append("no finite validation loss: " + ("the run ended before its first step" if step == 0 else "nothing was kept"))
-        if save_errors: problems.append(f"{len(save_errors)} save(s) failed, the last: {save_errors[-1]}")
-        res = TrainResult(step, best, last_val, hist, stopped, tokens / max(secs, 1e-9), secs, ckpt, reason, problems,
-                          best_step, start, out_dir, unsaved)
-        for hook in (*ON_END, *on_end):          # the one place where the end of a run is attached (reports, ...)
-            try: hook(res)
-            except Exception as e: note(f"warning: on_end hook {getattr(hook, '__name__', hook)} failed: {type(e).__name__}: {e}")
+        res = TrainResult(r.step, r.best, r.last_val, r.hist, stopped, r.tokens / max(secs, 1e-9), secs, r.ckpt, reason,
+                          _run_problems(r, reason, bad_loss, tcfg), r.best_step, r.start, out_dir, r.unsaved)
+        _end_hooks(res, on_end, note)
     return res
 
 # %% ../nbs/36_robust_train.ipynb #57cb6957

@@ -23,11 +23,7 @@ TARGETS = {"I": dict(median=6, answered=0.60, longest=40),
 # ONE set of chapters not yet measured, each with who is splitting it. The lead shrinks it after each merge.
 PENDING = {
     "13_train": "met its targets on its branch (median 6, longest 39, 60% answered); the merge of bf16 and Muon grew a cell to 53 lines",
-    "36_robust_train": "safety-train (new chapter)",
-    "35_checkpoint": "safety-export", "37_pipeline": "safety-export", "40_export": "safety-export",
-    "41_serve": "serve", "44_muon": "beyond",
     "12_model": "shared file (one wiring; every helper edits it): split after the merges",
-    "49_cli": "shared file (every helper adds options): split after the merges",
     # Part I chapters whose cells course has not split yet (median and answered share below target):
     "03_kernels": "course", "04_matmul": "course",
     "05_embedding": "course", "07_rmsnorm": "course",
