@@ -22,7 +22,6 @@ TARGETS = {"I": dict(median=6, answered=0.60, longest=40),
 
 # ONE set of chapters not yet measured, each with who is splitting it. The lead shrinks it after each merge.
 PENDING = {
-    "13_train": "met its targets on its branch (median 6, longest 39, 60% answered); the merge of bf16 and Muon grew a cell to 53 lines",
     "36_robust_train": "safety-train (new chapter)",
     "20_gemm_ladder": "tc-gemm", "21_flash_attention": "tc-flash",
     "24_tensor_cores": "tc-gemm", "25_mixed_precision": "bf16", "26_flash_tensor_cores": "tc-flash", "27_recompute": "bf16",
