@@ -27,7 +27,6 @@ PENDING = {
     "24_tensor_cores": "tc-gemm", "25_mixed_precision": "bf16", "26_flash_tensor_cores": "tc-flash", "27_recompute": "bf16",
     "35_checkpoint": "safety-export", "37_pipeline": "safety-export", "40_export": "safety-export",
     "41_serve": "serve", "44_muon": "beyond",
-    "12_model": "shared file (one wiring; every helper edits it): split after the merges",
     "49_cli": "shared file (every helper adds options): split after the merges",
     # Part I chapters whose cells course has not split yet (median and answered share below target):
     "03_kernels": "course",
