@@ -83,6 +83,8 @@ def attention_backward_ref(dout, q, k, v, probs, dq=None, dk=None, dv=None, dsco
     return dq, dk, dv
 
 # %% ../nbs/09_attention.ipynb #c67acf8f
+_NO_SEG_CPU = np.zeros((1, 1), np.int32)   # stands in for seg=None (a compiled loop takes an array, not None)
+
 @njit(cache=True, parallel=True)
 def _softmax_shift_cpu(s, seg, use_seg, scale):
     "In place over s [B,H,T,T] holding Q·Kᵀ: allowed (causal, same segment) entries -> scale·s - row max, others -> -inf."
@@ -113,6 +115,7 @@ def _softmax_finish_cpu(p):
             for j in range(Tk):
                 p[b, h, t, j] *= inv
 
+# %% ../nbs/09_attention.ipynb #4806641c
 @njit(cache=True, fastmath={"reassoc"}, parallel=True)
 def _dscores_cpu(p, ds):
     "In place: ds (holding dP) <- p ⊙ (dP - rowsum(dP ⊙ p)) row by row; p, ds [B,H,T,T]."
@@ -124,8 +127,6 @@ def _dscores_cpu(p, ds):
             dot += ds[b, h, t, j] * p[b, h, t, j]
         for j in range(Tk):
             ds[b, h, t, j] = p[b, h, t, j] * (ds[b, h, t, j] - dot)
-
-_NO_SEG_CPU = np.zeros((1, 1), np.int32)   # stands in for seg=None (a compiled loop takes an array, not None)
 
 # %% ../nbs/09_attention.ipynb #ce713b6b
 def attention_forward_cpu(q, k, v, seg=None, out=None, probs=None):
@@ -139,6 +140,7 @@ def attention_forward_cpu(q, k, v, seg=None, out=None, probs=None):
     np.matmul(s, _heads(v), out=_heads(out))
     return out, s
 
+# %% ../nbs/09_attention.ipynb #d9ad2163
 def attention_backward_cpu(dout, q, k, v, probs, dq=None, dk=None, dv=None, dscores=None):
     "attention_backward_ref's result with dS computed in one compiled pass; same arguments and buffers."
     _check_bwd("attention_backward", dout, q, k, v, probs, dq, dk, dv, dscores)
@@ -274,6 +276,7 @@ def _row_threads(n: int) -> int:
     "Threads per row block for rows of n keys: min(ROW_THREADS, next_pow2(n)), a power of two <= ROW_MAX_THREADS (the shared buffer's length)."
     return reduction_block("attention", min(ROW_THREADS, next_pow2(n)), limit=ROW_MAX_THREADS)
 
+# %% ../nbs/09_attention.ipynb #269bd1e1
 _NO_SEG = None
 def _no_seg():
     "A (1, 1) int32 device array passed as `seg` when there is none (kernels cannot take None); made once."

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib, warnings
 from typing import Iterator
 import numpy as np
+from fastcore.basics import patch
 from .core import ModelConfig, on_device
 from .kernels import unchecked, capture, copy
 from .vocab import Vocab, PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
@@ -61,49 +62,62 @@ class Decoder:
     def length(self) -> int: return self.kv.length
     @property
     def room(self) -> int: return self.kv.capacity - self.kv.length
-    def feed(self, tokens) -> np.ndarray:
-        "Run `tokens` (ints) through the model after the cached ones; returns the last token's logits `[V]` (float64). ValueError if the cache has no room."
-        tokens = np.asarray(tokens, np.int32).reshape(-1)
-        if not len(tokens): raise ValueError("feed: no tokens")
-        if len(tokens) > self.room:
-            raise ValueError(f"feed: {len(tokens)} tokens do not fit: the KV cache has room for {self.room} more "
-                             f"(capacity {self.kv.capacity}); trim_front() first")
-        for i in range(0, len(tokens), self.ws.seq_len):            # prefill in chunks of the workspace's length
-            chunk = tokens[i:i + self.ws.seq_len]
-            n = len(chunk)
-            v = self.ws.load(chunk[None], np.arange(self.pos, self.pos + n, dtype=np.int32)[None])
-            with contextlib.ExitStack() as stack:
-                if n in self._checked: stack.enter_context(unchecked())   # the same buffers as last time: checked once
-                if n == 1 and self.device == "cpu": stack.enter_context(serial_loops())   # one token is too little work to share out
-                logits = self._run(v, n)
-            self._checked.add(n)
-            self.pos += n
-        last = logits[n - 1]
-        return np.asarray(last.copy_to_host() if on_device(last) else last, np.float64)
-    def _replays(self, n: int) -> bool:
-        "Whether this step runs as a CUDA graph: one token on the GPU after a first one ran kernel by kernel (kernels compiled, constants made)."
-        return self.device == "cuda" and self.graphs and n == 1 and 1 in self._checked
-    def _run(self, v, n: int):
-        "The forward of the `n` loaded tokens: the cache position uploaded first (device), then recorded and replayed, or run."
-        before = self.kv.length
-        if self.kv.length_dev is not None:
-            self._length_host[0] = before
-            self.kv.length_dev.copy_to_device(self._length_host)
-        step = lambda: forward(self.W, self.cfg, v, self.kv)
-        if self._replays(n):
-            from mint.gemm import get_gemm_provider
-            key = get_gemm_provider()                      # a recording holds the launches of one GEMM provider
-            if key not in self._graphs: self._graphs[key] = capture(step)   # records; the kernels run at launch()
-            self._graphs[key].launch()
-        else: step()
-        self.kv.length = before + n      # recording runs forward's Python once, a replay none of it: set, not added
-        return v.logits
-    def trim_front(self, n: int) -> None:
-        "Drop the oldest `n` cached tokens (a sliding window); positions keep counting."
-        self.kv.trim_front(n)
-    def reset(self) -> None:
-        "Forget everything: empty cache, position 0."
-        self.kv.clear(); self.pos = 0
+
+# %% ../nbs/14_generate.ipynb #4796b05e
+@patch
+def _replays(self: Decoder, n: int) -> bool:
+    "Whether this step runs as a CUDA graph: one token on the GPU after a first one ran kernel by kernel (kernels compiled, constants made)."
+    return self.device == "cuda" and self.graphs and n == 1 and 1 in self._checked
+
+@patch
+def _run(self: Decoder, v, n: int):
+    "The forward of the `n` loaded tokens: the cache position uploaded first (device), then recorded and replayed, or run."
+    before = self.kv.length
+    if self.kv.length_dev is not None:
+        self._length_host[0] = before
+        self.kv.length_dev.copy_to_device(self._length_host)
+    step = lambda: forward(self.W, self.cfg, v, self.kv)
+    if self._replays(n):
+        from mint.gemm import get_gemm_provider
+        key = get_gemm_provider()                      # a recording holds the launches of one GEMM provider
+        if key not in self._graphs: self._graphs[key] = capture(step)   # records; the kernels run at launch()
+        self._graphs[key].launch()
+    else: step()
+    self.kv.length = before + n      # recording runs forward's Python once, a replay none of it: set, not added
+    return v.logits
+
+# %% ../nbs/14_generate.ipynb #185a302c
+@patch
+def feed(self: Decoder, tokens) -> np.ndarray:
+    "Run `tokens` (ints) through the model after the cached ones; returns the last token's logits `[V]` (float64). ValueError if the cache has no room."
+    tokens = np.asarray(tokens, np.int32).reshape(-1)
+    if not len(tokens): raise ValueError("feed: no tokens")
+    if len(tokens) > self.room:
+        raise ValueError(f"feed: {len(tokens)} tokens do not fit: the KV cache has room for {self.room} more "
+                         f"(capacity {self.kv.capacity}); trim_front() first")
+    for i in range(0, len(tokens), self.ws.seq_len):            # prefill in chunks of the workspace's length
+        chunk = tokens[i:i + self.ws.seq_len]
+        n = len(chunk)
+        v = self.ws.load(chunk[None], np.arange(self.pos, self.pos + n, dtype=np.int32)[None])
+        with contextlib.ExitStack() as stack:
+            if n in self._checked: stack.enter_context(unchecked())   # the same buffers as last time: checked once
+            if n == 1 and self.device == "cpu": stack.enter_context(serial_loops())   # one token is too little work to share out
+            logits = self._run(v, n)
+        self._checked.add(n)
+        self.pos += n
+    last = logits[n - 1]
+    return np.asarray(last.copy_to_host() if on_device(last) else last, np.float64)
+
+# %% ../nbs/14_generate.ipynb #5fa8e74d
+@patch
+def trim_front(self: Decoder, n: int) -> None:
+    "Drop the oldest `n` cached tokens (a sliding window); positions keep counting."
+    self.kv.trim_front(n)
+
+@patch
+def reset(self: Decoder) -> None:
+    "Forget everything: empty cache, position 0."
+    self.kv.clear(); self.pos = 0
 
 # %% ../nbs/14_generate.ipynb #4b168a9b
 NEVER_SAMPLED = (PAD, UNK, BOS, HUMAN, ASSISTANT)
@@ -121,6 +135,7 @@ def check_sampling(temperature: float, top_k: int, top_p: float):
     if int(top_k) != top_k or top_k < 0: raise ValueError(f"top_k must be an integer >= 0 (0 = off), got {top_k}")
     if not 0 < top_p <= 1: raise ValueError(f"top_p must be in (0, 1] (1 = off), got {top_p}")
 
+# %% ../nbs/14_generate.ipynb #93e8b8ec
 def sample_next(logits, temperature: float = 0.7, top_k: int = 50, top_p: float = 0.9, rng=None) -> int:
     "Pick the next token id from `logits[V]` with temperature / top-k / top-p (§10.2); `temperature <= 0` is greedy."
     z = np.asarray(logits, np.float64).copy()
@@ -151,6 +166,7 @@ def pick_next(logits, temperature: float, top_k: int, top_p: float, rng, pos: in
     t = sample_next(allowed_logits(logits), temperature, top_k, top_p, rng)
     return None if t == EOS else t
 
+# %% ../nbs/14_generate.ipynb #0d6f083c
 def stream(dec: Decoder, prompt_ids, max_new_tokens: int, temperature: float = 0.7, top_k: int = 50,
            top_p: float = 0.9, rng=None, slide: bool = False) -> Iterator[int]:
     "Prefill `prompt_ids` into `dec`, then yield sampled token ids until `<eos>`, `max_new_tokens` or a full window (`slide=True`: drop the oldest quarter and go on); each yielded token is fed back."
@@ -167,6 +183,7 @@ def stream(dec: Decoder, prompt_ids, max_new_tokens: int, temperature: float = 0
             dec.trim_front(max(1, dec.kv.capacity // 4))
         logits = dec.feed([t])
 
+# %% ../nbs/14_generate.ipynb #1828e9dd
 def check_prompt(vocab: Vocab, text: str, what: str = "prompt") -> np.ndarray:
     "The ids of `text`; ValueError if it is not empty and none of its characters are in the vocabulary."
     ids = vocab.encode(text)
@@ -217,48 +234,62 @@ class BatchDecoder:
     @property
     def free(self) -> int: return self.slots - len(self.rows)
     def room(self, seq: int) -> int: return self.cfg.max_seq_len - int(self.lengths[self.rows.index(seq)])
-    def _forward(self, ws, r0: int, ids, pos) -> np.ndarray:
-        v = ws.load(ids, pos)
-        B, T = ids.shape
-        with serial_loops() if self.device == "cpu" else contextlib.nullcontext():   # a few rows, or one prompt: too little work to share out
-            forward(self.W, self.cfg, v, RowsKV(self.K[:, r0:r0 + B], self.V[:, r0:r0 + B], self.lengths[r0:r0 + B]))
-        self.lengths[r0:r0 + B] += T
-        logits = v.logits
-        return np.asarray(logits.copy_to_host() if on_device(logits) else logits, np.float64)
-    def add(self, prompt_ids) -> tuple[int, np.ndarray]:
-        "Prefill `prompt_ids` into a free row: `(seq, logits of its last token)`. RuntimeError when every slot is taken."
-        ids = np.asarray(prompt_ids, np.int32).reshape(-1)
-        if not 1 <= len(ids) <= self.cfg.max_seq_len:
-            raise ValueError(f"add: a prompt of {len(ids)} tokens; it must have 1 to {self.cfg.max_seq_len} (the window)")
-        if not self.free: raise RuntimeError(f"add: all {self.slots} slots are taken; remove() a sequence first")
-        r, seq = len(self.rows), self._next
-        self._next += 1
-        self.rows.append(seq); self.lengths[r] = 0
-        try: logits = self._forward(self.prefill_ws, r, ids[None], np.arange(len(ids), dtype=np.int32)[None])
-        except BaseException: self.rows.pop(); raise
-        return seq, logits[len(ids) - 1]
-    def step(self, feeds: dict) -> dict:
-        "Feed `feeds[seq]` (one token) to every running sequence in one forward; `{seq: logits}`. ValueError unless `feeds` names exactly the running ones."
-        if set(feeds) != set(self.rows): raise ValueError(f"step: feed every running sequence {sorted(self.rows)}, got {sorted(feeds)}")
-        B = len(self.rows)
-        if any(self.lengths[:B] >= self.cfg.max_seq_len): raise ValueError("step: a sequence's window is full; remove() it first")
-        ids = np.array([feeds[s] for s in self.rows], np.int32)[:, None]
-        logits = self._forward(self.step_ws, 0, ids, self.lengths[:B].astype(np.int32)[:, None])
-        return {s: logits[i] for i, s in enumerate(self.rows)}
-    def remove(self, seq: int) -> None:
-        "Free the row of `seq` at once; the last row moves into it (its cache entries copied)."
-        r, last = self.rows.index(seq), len(self.rows) - 1
-        if r != last:
-            n = int(self.lengths[last])
-            for a in (self.K, self.V): copy(a[:, last, :n], a[:, r, :n])
-            self.rows[r], self.lengths[r] = self.rows[last], self.lengths[last]
-        self.rows.pop()
+
+# %% ../nbs/14_generate.ipynb #4acad15a
+@patch
+def _forward(self: BatchDecoder, ws, r0: int, ids, pos) -> np.ndarray:
+    "The one wiring on rows `r0…r0+B-1` of the cache (a `RowsKV`, each row at its length); their lengths advance; float64 host logits."
+    v = ws.load(ids, pos)
+    B, T = ids.shape
+    with serial_loops() if self.device == "cpu" else contextlib.nullcontext():   # a few rows, or one prompt: too little work to share out
+        forward(self.W, self.cfg, v, RowsKV(self.K[:, r0:r0 + B], self.V[:, r0:r0 + B], self.lengths[r0:r0 + B]))
+    self.lengths[r0:r0 + B] += T
+    logits = v.logits
+    return np.asarray(logits.copy_to_host() if on_device(logits) else logits, np.float64)
+
+# %% ../nbs/14_generate.ipynb #68534294
+@patch
+def add(self: BatchDecoder, prompt_ids) -> tuple[int, np.ndarray]:
+    "Prefill `prompt_ids` into a free row: `(seq, logits of its last token)`. RuntimeError when every slot is taken."
+    ids = np.asarray(prompt_ids, np.int32).reshape(-1)
+    if not 1 <= len(ids) <= self.cfg.max_seq_len:
+        raise ValueError(f"add: a prompt of {len(ids)} tokens; it must have 1 to {self.cfg.max_seq_len} (the window)")
+    if not self.free: raise RuntimeError(f"add: all {self.slots} slots are taken; remove() a sequence first")
+    r, seq = len(self.rows), self._next
+    self._next += 1
+    self.rows.append(seq); self.lengths[r] = 0
+    try: logits = self._forward(self.prefill_ws, r, ids[None], np.arange(len(ids), dtype=np.int32)[None])
+    except BaseException: self.rows.pop(); raise
+    return seq, logits[len(ids) - 1]
+
+# %% ../nbs/14_generate.ipynb #68bb14d6
+@patch
+def step(self: BatchDecoder, feeds: dict) -> dict:
+    "Feed `feeds[seq]` (one token) to every running sequence in one forward; `{seq: logits}`. ValueError unless `feeds` names exactly the running ones."
+    if set(feeds) != set(self.rows): raise ValueError(f"step: feed every running sequence {sorted(self.rows)}, got {sorted(feeds)}")
+    B = len(self.rows)
+    if any(self.lengths[:B] >= self.cfg.max_seq_len): raise ValueError("step: a sequence's window is full; remove() it first")
+    ids = np.array([feeds[s] for s in self.rows], np.int32)[:, None]
+    logits = self._forward(self.step_ws, 0, ids, self.lengths[:B].astype(np.int32)[:, None])
+    return {s: logits[i] for i, s in enumerate(self.rows)}
+
+# %% ../nbs/14_generate.ipynb #97ddf63f
+@patch
+def remove(self: BatchDecoder, seq: int) -> None:
+    "Free the row of `seq` at once; the last row moves into it (its cache entries copied)."
+    r, last = self.rows.index(seq), len(self.rows) - 1
+    if r != last:
+        n = int(self.lengths[last])
+        for a in (self.K, self.V): copy(a[:, last, :n], a[:, r, :n])
+        self.rows[r], self.lengths[r] = self.rows[last], self.lengths[last]
+    self.rows.pop()
 
 # %% ../nbs/14_generate.ipynb #66690ada
 def _softmax(z: np.ndarray) -> np.ndarray:
     p = np.exp(z - z[np.isfinite(z)].max()); p[~np.isfinite(p)] = 0.0
     return p / p.sum()
 
+# %% ../nbs/14_generate.ipynb #373d2476
 def sampling_stages(logits, temperature: float = 0.7, top_k: int = 50, top_p: float = 0.9) -> list:
     "`[(step, p[V])]`: the next-token distribution of `logits[V]` as `sample_next` shapes it — model, temperature, top-k, top-p (each sums to 1)."
     check_sampling(temperature, top_k, top_p)
@@ -304,6 +335,7 @@ def next_token_logits(params, cfg: ModelConfig, vocab: Vocab, prompt: str, start
     "The logits `[V]` (float64) of the token after `prompt` (preceded by `start`, as `generate` does)."
     return Decoder(params, cfg).feed([*start, *check_prompt(vocab, prompt).tolist()])
 
+# %% ../nbs/14_generate.ipynb #9e1bcb5f
 def sampling_playground(params, cfg: ModelConfig, vocab: Vocab, prompt: str = "中国", temperature: float = 0.7,
                         top_k: int = 50, top_p: float = 0.9, seed: int = 0, max_new_tokens: int = 30, n_show: int = 12):
     "`(figure, text)`: the next-token distribution after each sampling step for `prompt`, and a continuation sampled with the same settings."
@@ -311,6 +343,7 @@ def sampling_playground(params, cfg: ModelConfig, vocab: Vocab, prompt: str = "�
     text = generate(params, cfg, vocab, prompt, max_new_tokens, temperature, top_k, top_p, seed)
     return plot_sampling_stages(stages, vocab, n_show), text
 
+# %% ../nbs/14_generate.ipynb #e6e0e8e2
 def sampling_widget(params, cfg: ModelConfig, vocab: Vocab, prompt: str = "中国"):
     "Sliders for temperature, top-k and top-p, a prompt box and a seed over `sampling_playground`'s bars and continuation."
     import ipywidgets as W

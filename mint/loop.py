@@ -55,12 +55,14 @@ class TrainConfig:
     def base_lr(self) -> float: return self.lr if self.lr is not None else (2e-4 if self.finetune else 3e-3)
     @property
     def warmup_steps(self) -> int: return self.warmup if self.warmup is not None else warmup_steps(self.steps, self.finetune)
-    @classmethod
-    def from_dict(cls, d: dict) -> "TrainConfig":
-        "Inverse of `dataclasses.asdict`; unknown keys are an error naming them."
-        known = {f.name for f in dataclasses.fields(cls)}
-        if set(d) - known: raise ValueError(f"TrainConfig: unknown field(s) {sorted(set(d) - known)}")
-        return cls(**d)
+
+# %% ../nbs/13_train.ipynb #31cfff29
+@patch(cls_method=True)
+def from_dict(cls: TrainConfig, d: dict) -> "TrainConfig":
+    "Inverse of `dataclasses.asdict`; unknown keys are an error naming them."
+    known = {f.name for f in dataclasses.fields(cls)}
+    if set(d) - known: raise ValueError(f"TrainConfig: unknown field(s) {sorted(set(d) - known)}")
+    return cls(**d)
 
 # %% ../nbs/13_train.ipynb #4b5b40ad
 def available_memory() -> int | None:

@@ -25,6 +25,7 @@ def matmul_ref(a: np.ndarray, b: np.ndarray, trans_a: bool = False, trans_b: boo
     _gemm_dims(a, b, trans_a, trans_b)
     return np.matmul(a.T if trans_a else a, b.T if trans_b else b, out=out)
 
+# %% ../nbs/04_matmul.ipynb #aea7bffa
 def linear_forward_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, out=None) -> np.ndarray:
     "y = x·wᵀ + b: x [N,in], w [out,in] (HF layout), b [out] or None -> y [N,out], dtype of x (§9.4)."
     M, K, N = _gemm_dims(x, w, False, True, "linear_forward_ref", ("x", "w"))
@@ -33,6 +34,7 @@ def linear_forward_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None
     if b is not None: y += b
     return y
 
+# %% ../nbs/04_matmul.ipynb #455b3d0d
 def linear_backward_ref(dy: np.ndarray, x: np.ndarray, w: np.ndarray, has_bias: bool = True,
                         dx=None, dw=None, db=None) -> tuple:
     "Gradients of y = x·wᵀ + b: dy [N,out], x [N,in], w [out,in] -> (dx = dy·w, dw = dyᵀ·x, db = Σ_rows dy or None)."
@@ -42,51 +44,44 @@ def linear_backward_ref(dy: np.ndarray, x: np.ndarray, w: np.ndarray, has_bias: 
     db = np.sum(dy, axis=0, out=db) if has_bias else None
     return dx, dw, db
 
-# %% ../nbs/04_matmul.ipynb #5cb0bdc0
+# %% ../nbs/04_matmul.ipynb #2ba298ae
 TILE = 16  # §9.4: 16×16 output tiles, 256 threads per block
 
+# %% ../nbs/04_matmul.ipynb #5cb0bdc0
 @functools.lru_cache(maxsize=None)
 def make_gemm_kernel(tile: int = TILE):
     "A numba.cuda kernel C = op(A)·op(B) (+ bias) on `tile`×`tile` blocks and two shared tiles (§9.4); cached per tile."
     T = int(tile)
     if not 1 <= T * T <= 1024: raise ValueError(f"tile must satisfy 1 <= tile*tile <= 1024 threads, got {tile}")
-    TP = T + 1  # padded row length; computed here: a shared shape must be compile-time constants, and `T + 1`
-                # inside the kernel is a run-time value on a real GPU (the simulator would not complain)
+    TP = T + 1  # padded row length, computed here: a shared shape must be compile-time constants (see "Other tile sizes")
 
     @cuda.jit
     def gemm_kernel(A, B, C, bias, trans_a, trans_b, has_bias):
         # C [M,N] float32; A [M,K] (or [K,M] if trans_a); B [K,N] (or [N,K] if trans_b); bias [N] read if has_bias
         sA = cuda.shared.array((T, TP), float32)  # sA[i, k] = op(A)[row0 + i, k0 + k]; +1 pad: no bank conflicts
         sB = cuda.shared.array((T, TP), float32)  # sB[k, j] = op(B)[k0 + k, col0 + j]
-        tx = cuda.threadIdx.x
-        ty = cuda.threadIdx.y
-        row0 = cuda.blockIdx.y * T
-        col0 = cuda.blockIdx.x * T
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        row0, col0 = cuda.blockIdx.y * T, cuda.blockIdx.x * T
         K = A.shape[0] if trans_a else A.shape[1]
         acc = float32(0.0)
         for k0 in range(0, K, T):
             if trans_a:   # A is [K, M]: read A[k0+ty, row0+tx] (coalesced), store transposed
-                r = k0 + ty
-                c = row0 + tx
+                r, c = k0 + ty, row0 + tx
                 sA[tx, ty] = A[r, c] if (r < A.shape[0] and c < A.shape[1]) else float32(0.0)
             else:         # A is [M, K]
-                r = row0 + ty
-                c = k0 + tx
+                r, c = row0 + ty, k0 + tx
                 sA[ty, tx] = A[r, c] if (r < A.shape[0] and c < A.shape[1]) else float32(0.0)
             if trans_b:   # B is [N, K]: op(B)[k, j] = B[j, k]; read B[col0+ty, k0+tx], store transposed
-                r = col0 + ty
-                c = k0 + tx
+                r, c = col0 + ty, k0 + tx
                 sB[tx, ty] = B[r, c] if (r < B.shape[0] and c < B.shape[1]) else float32(0.0)
             else:         # B is [K, N]
-                r = k0 + ty
-                c = col0 + tx
+                r, c = k0 + ty, col0 + tx
                 sB[ty, tx] = B[r, c] if (r < B.shape[0] and c < B.shape[1]) else float32(0.0)
             cuda.syncthreads()  # (1) both tiles complete before any thread reads them
             for k in range(T):
                 acc += sA[ty, k] * sB[k, tx]
             cuda.syncthreads()  # (2) all reads of this step done before the next step overwrites the tiles
-        row = row0 + ty
-        col = col0 + tx
+        row, col = row0 + ty, col0 + tx
         if row < C.shape[0] and col < C.shape[1]:
             if has_bias:  # fused epilogue: y = x·wᵀ + b in one launch
                 acc += bias[col]
@@ -101,6 +96,7 @@ gemm_kernel = make_gemm_kernel(TILE)
 def _dummy_bias():
     return cuda.device_array(1, dtype=np.float32)
 
+# %% ../nbs/04_matmul.ipynb #fd05885b
 def _gemm(a, b, out, bias, trans_a: bool, trans_b: bool, tile: int | None = None):
     "Launch out = op(a)·op(b) (+ bias) on checked device float32 arrays — `tile` None: training's GEMM; an int: this chapter's tiled kernel; allocates `out` if None."
     if tile is None:   # training's GEMM: the best rung of the GEMM-ladder chapter (or cuBLAS, `mint.gemm.set_gemm_provider`)
@@ -120,6 +116,7 @@ def matmul(a, b, out=None, trans_a: bool = False, trans_b: bool = False, tile: i
         return matmul_ref(a, b, trans_a, trans_b, out=out)
     return _gemm(a, b, out, None, trans_a, trans_b, tile)
 
+# %% ../nbs/04_matmul.ipynb #34260fc3
 def linear_forward(x, w, b=None, out=None, tile: int | None = None):
     "y = x·wᵀ + b: x [N,in], w [out,in], b [out] or None -> y [N,out]; NumPy or device (bias fused into the GEMM)."
     M, _, N = _gemm_dims(x, w, False, True, "linear_forward", ("x", "w"))
@@ -152,6 +149,7 @@ def bias_grad(dy, out=None):
     bias_grad_kernel[column_block(dy.shape[1], dy.shape[0])](dy, out)
     return out
 
+# %% ../nbs/04_matmul.ipynb #6c6d7de6
 def linear_backward(dy, x, w, dx=None, dw=None, db=None, has_bias: bool = True, tile: int | None = None):
     "(dx = dy·w, dw = dyᵀ·x, db = Σ_rows dy or None) for dy [N,out], x [N,in], w [out,in]; NumPy or device."
     dt = dy.dtype.type
@@ -185,6 +183,7 @@ def gemm_playground(M: int = 13, K: int = 19, N: int = 7, tile: int = TILE, seed
                 rel_error=float(np.abs(out.copy_to_host() - ref).max() / np.abs(ref).max()), seconds=secs,
                 gflops=2 * M * N * K / secs / 1e9, where="simulator" if sim else "GPU")
 
+# %% ../nbs/04_matmul.ipynb #b4b83b7c
 def gemm_summary(r: dict) -> str:
     "One line for a `gemm_playground` result."
     return (f"{r['M']}×{r['K']}·{r['K']}×{r['N']}, tile {r['tile']}: block {r['block'][0]}×{r['block'][1]}, grid "

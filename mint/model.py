@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 import numpy as np
+from fastcore.basics import patch
 from .core import ModelConfig
 from .kernels import add, swap01, copy
 from .matmul import linear_forward, linear_backward
@@ -21,7 +22,7 @@ from .loss import cross_entropy
 from .precision import PRECISIONS, to_bf16, linear_bf16, linear_backward_bf16
 
 # %% auto #0
-__all__ = ['INT32_MAX', 'ATTENTION', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views', 'flops_per_token',
+__all__ = ['ATTENTION', 'INT32_MAX', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views', 'flops_per_token',
            'init_params', 'workspace_shapes', 'workspace_bytes', 'check_int32', 'Workspace', 'KVCache', 'RowsKV',
            'layer_forward', 'forward', 'loss_forward', 'layer_backward', 'backward', 'loss_and_grads', 'logits_of',
            'attention_maps', 'plot_attention', 'attention_widget']
@@ -48,6 +49,7 @@ def param_specs(cfg: ModelConfig) -> list[tuple[str, tuple]]:
     if cfg.lm_head_bias: specs += [("lm_head.bias", (V,))]
     return specs
 
+# %% ../nbs/12_model.ipynb #712c5eba
 def param_offsets(cfg: ModelConfig) -> dict[str, tuple[int, tuple]]:
     "Map each parameter name to `(offset, shape)` in the flat buffer."
     out, off = {}, 0
@@ -59,6 +61,7 @@ def n_params(cfg: ModelConfig) -> int:
     "Number of scalars in the flat buffer (the real count)."
     return sum(math.prod(s) for _, s in param_specs(cfg))
 
+# %% ../nbs/12_model.ipynb #47e70286
 def n_params_formula(cfg: ModelConfig) -> int:
     "§6.2's count 2Vd + V + d + L(4d² + 4d + 3·d·d_ff + 2·d_ff + d + 2d), with switched-off bias terms dropped and 2·head_dim per layer for QK-norm."
     V, d, F, L, hd = cfg.vocab_size, cfg.d_model, cfg.d_ff, cfg.n_layers, cfg.head_dim
@@ -116,8 +119,6 @@ def init_params(cfg: ModelConfig, seed: int = 0) -> np.ndarray:
     return buf
 
 # %% ../nbs/12_model.ipynb #da21028f
-INT32_MAX = 2**31 - 1
-
 ATTENTION = ("unfused", "flash", "flash-tc")   # flash-tc: the bf16 tensor-core kernels (mint.flash_tc)
 
 def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: bool = True,
@@ -150,11 +151,15 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
         if cfg.qk_norm: s["dqk"] = ((2, N, d), "f")
     return s
 
+# %% ../nbs/12_model.ipynb #918ae075
 def workspace_bytes(cfg: ModelConfig, batch_size: int, seq_len: int, dtype=np.float32, training: bool = True,
                     attention: str = "unfused", precision: str = "fp32", recompute: bool = False) -> int:
     "Bytes of the workspace (`workspace_shapes`) — parameters, gradients and Adam moments not included."
     size = {"f": np.dtype(dtype).itemsize, "i": 4, "h": 2}
     return sum(math.prod(s) * size[k] for s, k in workspace_shapes(cfg, batch_size, seq_len, training, attention, precision, recompute).values())
+
+# %% ../nbs/12_model.ipynb #f848d631
+INT32_MAX = 2**31 - 1
 
 def check_int32(cfg: ModelConfig, batch_size: int, seq_len: int) -> None:
     "ValueError naming --batch-size/--seq-len/--preset if a buffer (or the parameter vector) would have ≥ 2³¹ elements."
@@ -199,6 +204,7 @@ def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int, direct: bool
     if direct: _direct_views(A, qkv, gu, cfg, B, T)
     return A
 
+# %% ../nbs/12_model.ipynb #c15ae1f5
 def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attention: str, precision: str = "fp32",
            recompute: bool = False) -> SimpleNamespace:
     "Named, shaped views (prefixes of the flat buffers) for a B × T batch."
@@ -227,6 +233,7 @@ def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attenti
         if direct: _direct_views(v, None, None, cfg, B, T, grads=True)
     return v
 
+# %% ../nbs/12_model.ipynb #3b4d8cbb
 def _host_upload(name: str, dst, src: np.ndarray) -> None:
     np.copyto(dst, src.reshape(dst.shape), casting="same_kind")
 
@@ -258,28 +265,31 @@ class Workspace:
                                                                   self.precision, self.recompute)
         return self._views[(B, T)]
 
-    def load(self, input_ids, pos=None, targets=None, loss_mask=None, seg=None) -> SimpleNamespace:
-        "Check int `[B,T]` inputs on the host (ids in [0, vocab_size)) and put them into the buffers; returns the batch's views. `pos` None = 0..T-1."
-        ids = np.asarray(input_ids)
-        if ids.ndim != 2: raise ValueError(f"input_ids must be [batch_size, seq_len], got shape {ids.shape}")
-        B, T = ids.shape
-        v = self.views(B, T)
-        if pos is None: pos = np.broadcast_to(np.arange(T, dtype=np.int32), (B, T))
-        arrays = {"ids": ids, "pos": pos, "targets": targets, "loss_mask": loss_mask, "seg": seg}
-        V = self.cfg.vocab_size
-        for k, a in arrays.items():
-            if a is None: continue
-            a = np.asarray(a)
-            if a.shape != (B, T): raise ValueError(f"batch.{k} has shape {a.shape}, input_ids has {(B, T)}")
-            if k in ("ids", "targets") and a.size and (a.min() < 0 or a.max() >= V):
-                raise ValueError(f"batch.{k}: token ids must be in [0, {V}), got range [{a.min()}, {a.max()}]")
-            self.upload(k, getattr(v, k), a)
-        v.use_seg = seg is not None
-        return v
+# %% ../nbs/12_model.ipynb #ba650ba7
+@patch
+def load(self: Workspace, input_ids, pos=None, targets=None, loss_mask=None, seg=None) -> SimpleNamespace:
+    "Check int `[B,T]` inputs on the host (ids in [0, vocab_size)) and put them into the buffers; returns the batch's views. `pos` None = 0..T-1."
+    ids = np.asarray(input_ids)
+    if ids.ndim != 2: raise ValueError(f"input_ids must be [batch_size, seq_len], got shape {ids.shape}")
+    B, T = ids.shape
+    v = self.views(B, T)
+    if pos is None: pos = np.broadcast_to(np.arange(T, dtype=np.int32), (B, T))
+    arrays = {"ids": ids, "pos": pos, "targets": targets, "loss_mask": loss_mask, "seg": seg}
+    V = self.cfg.vocab_size
+    for k, a in arrays.items():
+        if a is None: continue
+        a = np.asarray(a)
+        if a.shape != (B, T): raise ValueError(f"batch.{k} has shape {a.shape}, input_ids has {(B, T)}")
+        if k in ("ids", "targets") and a.size and (a.min() < 0 or a.max() >= V):
+            raise ValueError(f"batch.{k}: token ids must be in [0, {V}), got range [{a.min()}, {a.max()}]")
+        self.upload(k, getattr(v, k), a)
+    v.use_seg = seg is not None
+    return v
 
-    def load_batch(self, batch) -> SimpleNamespace:
-        "`load` a `mint.data.Batch`."
-        return self.load(batch.input_ids, batch.pos, batch.targets, batch.loss_mask, batch.seg)
+@patch
+def load_batch(self: Workspace, batch) -> SimpleNamespace:
+    "`load` a `mint.data.Batch`."
+    return self.load(batch.input_ids, batch.pos, batch.targets, batch.loss_mask, batch.seg)
 
 # %% ../nbs/12_model.ipynb #e1e24268
 class KVCache:
@@ -356,6 +366,7 @@ def _w16(v, l):
     "Layer `l`'s bf16 weight views (precision bf16), else None (`getattr(None, name, None)` is None)."
     return None if v.W16 is None else v.W16.layers[l]
 
+# %% ../nbs/12_model.ipynb #2e693005
 def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: int = 0, full: bool = True) -> None:
     "One pre-norm block (§5.9) on the rows of `v`: `A.x` -> `A.out` = h + FFN(RMSNorm₂(h)), h = x + Attn(RMSNorm₁(x)); with `kv`, attention reads and extends the cache; `full=False` (recomputation) stops before the down projection, which the backward does not need."
     eps, Q = cfg.rms_eps, _w16(v, layer)
@@ -387,6 +398,7 @@ def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: i
     _linear(A.m, A.m16, L.down_w, getattr(Q, "down_w", None), L.down_b, A.out)  # x' = h + m·Wdᵀ (+ b)
     add(A.out, A.h, A.out)
 
+# %% ../nbs/12_model.ipynb #600863b6
 def forward(W, cfg: ModelConfig, v, kv: KVCache | None = None):
     "Logits `[N, V]` into `v.logits` for the inputs loaded in `v` (§5.9); with `kv` the rows are the next tokens after the cached ones (B sequences). Returns `v.logits`."
     if v.W16 is not None: to_bf16(W.flat, out=v.w16)                          # bf16: round the fp32 master weights once
@@ -430,6 +442,7 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig, layer: int = 0) -> None:
     rmsnorm_backward(v.dn, A.x, L.ln1, A.r1, dx=v.dr, dg=GL.ln1)
     add(v.dh, v.dr, v.dx)                                                      # dx for the layer below
 
+# %% ../nbs/12_model.ipynb #c11e7114
 def backward(W, G, cfg: ModelConfig, v) -> None:
     "Fill the gradient views `G` (same layout as `W`) from `v.dlogits` and the activations the forward left in `v`."
     _linear_back(v, v.dlogits, v.hf, v.hf16, W.lm_w, getattr(v.W16, "lm_w", None), v.dn, G.lm_w, G.lm_b, cfg.lm_head_bias)
@@ -451,6 +464,7 @@ def loss_and_grads(params: np.ndarray, grads: np.ndarray, cfg: ModelConfig, batc
     backward(W, G, cfg, v)
     return float(loss)
 
+# %% ../nbs/12_model.ipynb #6b538622
 def logits_of(params: np.ndarray, cfg: ModelConfig, input_ids, pos=None, seg=None) -> np.ndarray:
     "Logits `[B*T, V]` (a copy, dtype of `params`) of int `input_ids` `[B,T]` on the NumPy path."
     B, T = np.shape(input_ids)
