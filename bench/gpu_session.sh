@@ -45,7 +45,7 @@ if [ "$PART" = T ]; then
 elif [ "$PART" = L ]; then
   l_nbs="nbs/03_kernels.ipynb nbs/05_embedding.ipynb nbs/07_rmsnorm.ipynb nbs/10_loss.ipynb nbs/11_optim.ipynb"
   for nb in $l_nbs; do
-    ( time timeout 150 nbdev-test --flags gpu "$nb" ) > "$OUT/ladder_$(basename "$nb" .ipynb).log" 2>&1
+    ( time timeout 200 nbdev-test --flags gpu "$nb" ) > "$OUT/ladder_$(basename "$nb" .ipynb).log" 2>&1
     echo "$nb: exit $?"; tail -4 "$OUT/ladder_$(basename "$nb" .ipynb).log"
   done
   for nb in $l_nbs; do cp "bench/results/gpu_cells/$(basename "$nb" .ipynb).json" "$OUT/" 2>/dev/null; done
