@@ -12,6 +12,9 @@
 #      with the cuBLAS providers (bench/bench_train_step.py --gemm), bench/gpu_train_run.py --gemm (GPU = CPU; graph =
 #      kernel by kernel), bench/cublas_decode_check.py (the decode step's graph with cuBLAS in it)
 #   T: tensor cores — bench/bench_scale.py (bf16 with v7 / cuBLAS bf16 and flash-tc vs PyTorch bf16 + compile), chapters 24-27
+#   L: the kernel ladders (issue 21 item 8) — nbdev-test --flags gpu on 03, 05, 07, 10, 11: their #| gpu cells sweep
+#      block sizes over each ladder's rungs (mint.kernels.sweep_blocks) and write bench/results/gpu_cells/*.json,
+#      copied to $OUT (commit them; then tools/run_notebooks.py on the CPU shows them through show_gpu_record)
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
 # Prepare once on the development machine (both folders are in .gitignore):
@@ -39,6 +42,14 @@ if [ "$PART" = T ]; then
   ( time timeout 200 python3 tools/run_notebooks.py $tc_nbs -j 4 --timeout 190 ) > "$OUT/run_notebooks_tc.log" 2>&1
   tail -12 "$OUT/run_notebooks_tc.log"
   tar cf "$OUT/notebooks.tar" $tc_nbs bench/results/gpu_cells 2>/dev/null
+elif [ "$PART" = L ]; then
+  l_nbs="nbs/03_kernels.ipynb nbs/05_embedding.ipynb nbs/07_rmsnorm.ipynb nbs/10_loss.ipynb nbs/11_optim.ipynb"
+  for nb in $l_nbs; do
+    ( time timeout 200 nbdev-test --flags gpu "$nb" ) > "$OUT/ladder_$(basename "$nb" .ipynb).log" 2>&1
+    echo "$nb: exit $?"; tail -4 "$OUT/ladder_$(basename "$nb" .ipynb).log"
+  done
+  for nb in $l_nbs; do cp "bench/results/gpu_cells/$(basename "$nb" .ipynb).json" "$OUT/" 2>/dev/null; done
+  tar cf "$OUT/gpu_cells.tar" bench/results/gpu_cells
 elif [ "$PART" = A ]; then
   gpu_nbs=$(grep -l '"#| gpu' nbs/*.ipynb)
   ( time timeout 330 python3 tools/run_notebooks.py $gpu_nbs -j 8 --timeout 300 ) > "$OUT/run_notebooks_gpu.log" 2>&1

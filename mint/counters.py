@@ -165,11 +165,11 @@ def gpu_record(key: str, device: str | None = None):
 
 # %% ../nbs/22_counters.ipynb #237685bc
 def show_gpu_record(key: str) -> dict | None:
-    "Print the recorded GPU result `key` under a 'measured on DEVICE, DATE' line (runs anywhere); returns the record."
+    "Print the recorded GPU result `key` under a 'measured on DEVICE, DATE' line, or 'not measured on a GPU yet' (runs anywhere); returns the record or None."
     rec = read_record(key)
     path = _record_file(key)[0]
     if rec is None:
-        print(f"no GPU record {key!r} yet: the `#| gpu` cell above writes it on a GPU (bench/results/gpu_cells/{path.name})")
+        print(f"not measured on a GPU yet: no record {key!r} (the `#| gpu` cell above writes it on a GPU, into bench/results/gpu_cells/{path.name})")
         return None
     print(f"measured on {rec['device']}, {rec['date']} (bench/results/gpu_cells/{path.name}):")
     print(rec["output"], end="" if rec["output"].endswith("\n") else "\n")

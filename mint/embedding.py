@@ -22,6 +22,7 @@ def _check_ids(ids, vocab_size: int) -> None:
         if lo < 0 or hi >= vocab_size:
             raise ValueError(f"token id out of range [0, {vocab_size}): min {lo}, max {hi}")
 
+# %% ../nbs/05_embedding.ipynb #c994933f
 def embedding_forward_ref(ids: np.ndarray, weight: np.ndarray, out=None) -> np.ndarray:
     "x = weight[ids]·√d: ids int [N] in [0, V), weight [V,d] -> x [N,d], dtype of weight; ValueError on bad ids (§5.2)."
     check_args("embedding_forward", ids=(ids, ("N",), np.integer), weight=(weight, ("V", "d"), np.floating),
@@ -31,6 +32,7 @@ def embedding_forward_ref(ids: np.ndarray, weight: np.ndarray, out=None) -> np.n
     x *= weight.dtype.type(math.sqrt(weight.shape[1]))
     return x
 
+# %% ../nbs/05_embedding.ipynb #bbcd7634
 def embedding_backward_ref(ids: np.ndarray, dx: np.ndarray, vocab_size: int, out=None) -> np.ndarray:
     "dweight[v] = √d·Σ_{n: ids[n]=v} dx[n]: ids [N], dx [N,d] -> dweight [V,d] (repeated ids add up); `out` is overwritten."
     check_args("embedding_backward", ids=(ids, ("N",), np.integer), dx=(dx, ("N", "d"), np.floating),
@@ -67,6 +69,7 @@ def embedding_gather_kernel(ids, weight, out, scale):
         else:
             out[n, j] = float32(0.0)
 
+# %% ../nbs/05_embedding.ipynb #87d83f28
 @cuda.jit(cache=True)
 def embedding_scatter_add_kernel(ids, dx, dweight, scale):
     "dweight[ids[n], j] += dx[n, j]·scale with atomics, grid-stride over the N·d elements; ids outside [0, V) are skipped."
@@ -87,6 +90,7 @@ def _device_ids(ids, vocab_size: int, check_ids: bool):
     _check_ids(ids, vocab_size)
     return cuda.to_device(ids)
 
+# %% ../nbs/05_embedding.ipynb #c410712b
 def embedding_forward(ids, weight, out=None, check_ids: bool = True):
     "x = weight[ids]·√d -> [N,d]: NumPy weight -> reference; float32 device weight -> gather kernel, device array (ids NumPy or device)."
     fn = "embedding_forward"

@@ -10,10 +10,11 @@ import numpy as np
 from numba import cuda, float32
 
 # %% auto #0
-__all__ = ['THREADS', 'MAX_BLOCKS', 'COL_BX', 'COL_MAX_BY', 'COL_SLOTS', 'launch', 'grid1d', 'next_pow2', 'grid2d', 'unchecked',
-           'check_args', 'gemm_dims', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel', 'swap01_kernel',
-           'rows_grid', 'copy', 'add', 'swap01', 'block_sum', 'placeholder', 'block_max', 'block_sum_y', 'column_block',
-           'reduction_block', 'Graph', 'stream_handle', 'capture']
+__all__ = ['THREADS', 'MAX_BLOCKS', 'COL_BX', 'COL_MAX_BY', 'COL_SLOTS', 'SWEEP_SIZES', 'launch', 'grid1d', 'next_pow2', 'grid2d',
+           'unchecked', 'check_args', 'gemm_dims', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel',
+           'swap01_kernel', 'rows_grid', 'copy', 'add', 'swap01', 'block_sum', 'placeholder', 'block_max',
+           'block_sum_y', 'column_block', 'reduction_block', 'Graph', 'stream_handle', 'capture', 'sweep_table',
+           'sweep_blocks']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
 THREADS = 32 if simulator_enabled() else 256       # threads per block of 1-D (grid-stride) launches
@@ -341,3 +342,55 @@ def capture(fn) -> Graph:
         _STREAMS.pop()
         graph = builder.end_building()                   # also on an error: leave capture mode
     return Graph(graph.complete())
+
+# %% ../nbs/03_kernels.ipynb #4f70054d
+SWEEP_SIZES = (32, 64) if simulator_enabled() else (32, 64, 128, 256, 512, 1024)   # sweep_blocks' default block sizes
+
+def sweep_table(res: dict) -> str:
+    "The table of a `sweep_blocks` result {(rung, block): (µs or None, error)}: a row per rung, a column per block size (µs per call, * the rung's fastest; 'ok' where not timed), the rung's largest error."
+    names, sizes = list(dict.fromkeys(n for n, _ in res)), sorted({b for _, b in res})
+    timed = any(us is not None for us, _ in res.values())
+    w = max([len(n) for n in names] + [len("threads per block")])
+    head = "" if timed else "simulator: every size checked, none timed\n"
+    lines = [head + f"{'threads per block':<{w}}" + "".join(f"{b:>12}" for b in sizes) + "   max error"]
+    for n in names:
+        row = {b: res[n, b] for b in sizes if (n, b) in res}
+        best = min((us, b) for b, (us, _) in row.items() if us is not None)[1] if timed else None
+        cell = lambda b: (f"{'-':>12}" if b not in row else f"{'ok':>12}" if row[b][0] is None
+                          else f"{row[b][0]:>8.1f} µs" + ("*" if b == best else " "))
+        errs = [e for _, e in row.values() if e is not None]
+        lines.append(f"{n:<{w}}" + "".join(cell(b) for b in sizes) + (f"   {max(errs):.1e}" if errs else "   -"))
+    return "\n".join(lines)
+
+# %% ../nbs/03_kernels.ipynb #d04001e2
+def _time_calls(fn, b: int, reps: int, warmup: int, reset=None) -> float:
+    "µs per call of `fn(b)` on the GPU, by CUDA events: around all `reps` calls, or around each call when `reset` must run (untimed) before it."
+    for _ in range(warmup):
+        if reset is not None: reset()
+        fn(b)
+    start, end = cuda.event(), cuda.event()
+    if reset is None:
+        start.record()
+        for _ in range(reps): fn(b)
+        end.record(); end.synchronize()
+        return start.elapsed_time(end) * 1e3 / reps              # elapsed_time: milliseconds
+    total = 0.0
+    for _ in range(reps):
+        reset(); start.record(); fn(b); end.record(); end.synchronize()
+        total += start.elapsed_time(end)
+    return total * 1e3 / reps
+
+# %% ../nbs/03_kernels.ipynb #e42c343d
+def sweep_blocks(rungs, sizes=None, check=None, tol: float = 1e-5, reps: int = 20, warmup: int = 2, reset=None) -> dict:
+    "Run each rung (`{name: launch}` or one `launch`; `launch(block)` launches with `block` threads per block and returns its result) at each block size of `sizes` (default SWEEP_SIZES): check the result with `check(result) -> error` (AssertionError above `tol`) and, on a GPU, time `reps` calls with CUDA events. `reset()` runs before every call, untimed (for rungs that update their inputs in place). Prints `sweep_table`; returns {(name, block): (µs per call or None, error or None)}."
+    if callable(rungs): rungs = {"launch": rungs}
+    res = {}
+    for name, fn in rungs.items():
+        for b in (SWEEP_SIZES if sizes is None else sizes):
+            if reset is not None: reset()
+            err = None if check is None else float(check(fn(b)))
+            if err is not None and not err <= tol:            # NaN fails too
+                raise AssertionError(f"sweep_blocks: {name} with {b} threads per block: error {err:.2e} > {tol:g}")
+            res[name, b] = (None if simulator_enabled() else _time_calls(fn, b, reps, warmup, reset), err)
+    print(sweep_table(res))
+    return res

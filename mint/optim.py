@@ -46,6 +46,7 @@ def grad_sumsq_ref(grads: np.ndarray) -> float:
     g = np.asarray(grads).reshape(-1).astype(np.float64, copy=False)
     return float(np.dot(g, g))
 
+# %% ../nbs/11_optim.ipynb #df44e9c5
 def clip_grad_norm_ref(grads: np.ndarray, max_norm: float | None) -> float:
     "Scale `grads` in place so that ‖grads‖₂ ≤ `max_norm` (None/0: no clipping); return the pre-clip norm. A non-finite norm leaves grads untouched (caller skips the step)."
     norm = math.sqrt(grad_sumsq_ref(grads))
@@ -64,11 +65,13 @@ def _check_buffers(fn: str, params, grads, m, v, decay_mask) -> bool:
                       grads=(grads, shape, dt), m=(m, shape, dt), v=(v, shape, dt), decay_mask=(decay_mask, shape, np.floating),
                       outs=("params", "grads", "m", "v"))
 
+# %% ../nbs/11_optim.ipynb #bd722507
 def _bias_corrections(step, cfg):
     "(1-β1^t, 1-β2^t) for the 1-based step t; step < 1 is a ValueError (the corrections would be 0)."
     if int(step) != step or step < 1: raise ValueError(f"adam_step: step must be an integer >= 1, got {step}")
     return 1.0 - cfg.beta1 ** step, 1.0 - cfg.beta2 ** step
 
+# %% ../nbs/11_optim.ipynb #46d45881
 def _clip_scale(sumsq, max_norm) -> float:
     "The factor grads are multiplied by: max_norm/√sumsq when √sumsq > max_norm (max_norm None/0: 1); NaN when sumsq is not finite."
     if not math.isfinite(sumsq): return math.nan
@@ -112,6 +115,7 @@ def warmup_steps(total_steps: int, finetune: bool = False) -> int:
         raise ValueError(f"total_steps must be > 0, got {total_steps} (is the training set empty?)")
     return max(10, total_steps // 50) if finetune else total_steps // 10
 
+# %% ../nbs/11_optim.ipynb #3d682aa5
 def lr_at(step: int, total_steps: int, base_lr: float, warmup_steps: int, min_ratio: float = 0.1) -> float:
     "Learning rate at 0-based `step` (§8.6): linear warmup to base_lr, then cosine to min_ratio·base_lr at total_steps (and after)."
     if total_steps <= 0:
@@ -171,6 +175,7 @@ def adam_step_cpu(params, grads, m, v, lr, step, cfg: AdamConfig, sumsq=None, de
                          float(cfg.weight_decay), float(cfg.max_update), scale, float(np.finfo(params.dtype).max),
                          flat[0] if decay_mask is None else decay_mask.reshape(-1), decay_mask is not None))
 
+# %% ../nbs/11_optim.ipynb #ec456589
 def _cpu_ok(*arrays) -> bool:
     "True when every given array is float32 and C-contiguous (flat views are then free): the compiled CPU path applies."
     return all(a.dtype == np.float32 and a.flags.c_contiguous for a in arrays if a is not None)
@@ -237,10 +242,7 @@ def adam_step_kernel(params, grads, m, v, lr, bc1, bc2, beta1, beta2, eps, weigh
         vi = beta2 * float64(v[i]) + (1.0 - beta2) * (g * g)
         w = float64(params[i])
         dw = lr * (mi / bc1) / (math.sqrt(vi / bc2) + eps)
-        if use_mask:
-            dw += lr * weight_decay * float64(decay_mask[i]) * w
-        else:
-            dw += lr * weight_decay * w
+        dw += lr * weight_decay * (float64(decay_mask[i]) if use_mask else 1.0) * w   # × 1.0 is exact: no mask, all decay
         if abs(dw) <= max_update and abs(mi) <= _F32_MAX and vi <= _F32_MAX:   # False for NaN
             params[i] = w - dw
             m[i] = mi
@@ -261,6 +263,7 @@ def _placeholder(dtype):
     if key not in _PLACEHOLDERS: _PLACEHOLDERS[key] = cuda.device_array(1, dtype=dtype)
     return _PLACEHOLDERS[key]
 
+# %% ../nbs/11_optim.ipynb #a209b977
 def adam_step(params, grads, m, v, lr, step, cfg: AdamConfig, sumsq=None, decay_mask=None, rejected=None,
               threads: int | None = None, max_blocks: int | None = None):
     "Adam(W) step in place (§8.5, §8.9). NumPy in → `adam_step_ref`, returns the int refused; device float32 1-D in → one kernel launch, returns device int64 (1,) `rejected` (added to). `sumsq`: device float64 (1,) from `grad_sumsq`."
