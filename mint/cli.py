@@ -190,7 +190,7 @@ def _add_inspect(sub):
     ev.add_argument("--root", default="data", help="folder searched for task data (default: data)")
     ev.add_argument("--max", type=_positive(int), default=None, dest="max_samples", help="with --data: at most N samples")
     ev.add_argument("--batch-size", type=_positive(int), default=16, help="sequences per forward (default 16)")
-    ev.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cpu (default) or cuda")
+    ev.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto (default: the GPU when there is one), cpu or cuda")
     ev.add_argument("--json", action="store_true", help="print the numbers as one JSON object")
 
     sub.add_parser("gpu", help="show the CUDA GPU", description="Device name, memory, compute capability and numba versions, or 'no CUDA device found'.")
@@ -445,7 +445,8 @@ def cmd_eval(a):
     "mint eval: `mint.evaluate.eval_run` printed (or as JSON)."
     import json
     from mint.evaluate import eval_run, format_eval
-    r = eval_run(a.run, a.data, a.root, a.batch_size, a.device, a.max_samples)
+    from mint.core import get_device
+    r = eval_run(a.run, a.data, a.root, a.batch_size, get_device(a.device), a.max_samples)
     print(json.dumps(r, ensure_ascii=False) if a.json else f"{r['checkpoint']} (step {r['step']}) on {r['text']}\n" + format_eval(r))
 
 # %% ../nbs/49_cli.ipynb #b1727964
