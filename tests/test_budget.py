@@ -25,22 +25,27 @@ def test_cli_rejects_conflicts(capsys):
     assert "--budget 'soon'" in capsys.readouterr().err
 
 
-def test_budget_run_fits(tmp_path, capsys):
+def budget_run(tmp_path, budget: str):
+    "`mint train --budget BUDGET` of tiny on a small news corpus; returns (run folder, its training state, summary, seconds taken)."
     f = tmp_path / "news.txt"
     f.write_text("\n".join(f"中国人民银行今天宣布第{i}号通知。" for i in range(300)), encoding="utf-8")
     out = tmp_path / "run"
     t = time.perf_counter()
-    assert main(["train", "--data", str(f), "--preset", "tiny", "--budget", "40s", "--batch-size", "4",
+    assert main(["train", "--data", str(f), "--preset", "tiny", "--budget", budget, "--batch-size", "4",
                  "--device", "cpu", "--no-progress", "--out", str(out)]) == 0
+    took = time.perf_counter() - t
+    return out, load_train_state(out), json.loads((out / "summary.json").read_text(encoding="utf-8")), took
+
+
+def test_budget_run_fits(tmp_path, capsys):
+    out, st, summary, took = budget_run(tmp_path, "40s")
     err = capsys.readouterr()
-    st = load_train_state(out)
-    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     # The plan is a measurement: on a shared machine the speed can drop after it was taken (CI saw 4,972 of 6,522
     # planned steps). Then the time limit, the safety net, ends the run inside the budget and says so.
     assert st.tcfg.steps >= 1 and st.tcfg.time_limit < 40
     assert st.step == st.tcfg.steps or summary["reason"] == "time_limit", (st.step, st.tcfg.steps, summary["stopped"])
     assert "steps fit" in err.out + err.err and "bits/byte" in err.out + err.err
-    assert time.perf_counter() - t < 40 + 30             # training inside the budget (+ data loading and the report)
+    assert took < 40 + 30                                # training inside the budget (+ data loading and the report)
 
 
 def test_budget_slower_machine_stops_at_the_limit(tmp_path, capsys, monkeypatch):
@@ -51,15 +56,7 @@ def test_budget_slower_machine_stops_at_the_limit(tmp_path, capsys, monkeypatch)
         tcfg, plan = real(*a, **k)
         return dataclasses.replace(tcfg, steps=tcfg.steps * 50, eval_every=tcfg.eval_every * 50), plan
     monkeypatch.setattr(B, "fit_budget", optimistic)
-    f = tmp_path / "news.txt"
-    f.write_text("\n".join(f"中国人民银行今天宣布第{i}号通知。" for i in range(300)), encoding="utf-8")
-    out = tmp_path / "run"
-    t = time.perf_counter()
-    assert main(["train", "--data", str(f), "--preset", "tiny", "--budget", "15s", "--batch-size", "4",
-                 "--device", "cpu", "--no-progress", "--out", str(out)]) == 0
-    took = time.perf_counter() - t
-    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    st = load_train_state(out)
+    out, st, summary, took = budget_run(tmp_path, "15s")
     assert summary["reason"] == "time_limit" and 1 <= st.step < st.tcfg.steps, (summary["reason"], st.step, st.tcfg.steps)
     assert "time limit" in summary["stopped"] and (out / "best.safetensors").exists()
     assert took < 15 + 60                                 # the limit held (+ data loading, the final validation, the report)
