@@ -550,6 +550,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'mint.kernels.grid1d': ('kernels.html#grid1d', 'mint/kernels.py'),
                               'mint.kernels.grid2d': ('kernels.html#grid2d', 'mint/kernels.py'),
                               'mint.kernels.launch': ('kernels.html#launch', 'mint/kernels.py'),
+                              'mint.kernels.lock_simulator_shared_arrays': ('kernels.html#lock_simulator_shared_arrays', 'mint/kernels.py'),
                               'mint.kernels.next_pow2': ('kernels.html#next_pow2', 'mint/kernels.py'),
                               'mint.kernels.placeholder': ('kernels.html#placeholder', 'mint/kernels.py'),
                               'mint.kernels.reduction_block': ('kernels.html#reduction_block', 'mint/kernels.py'),

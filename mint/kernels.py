@@ -5,16 +5,16 @@
 # %% ../nbs/03_kernels.ipynb #8fe39b61
 from __future__ import annotations
 from .core import on_device, simulator_enabled, cdiv  # before numba: without a GPU it switches the simulator on
-import contextlib, contextvars, functools, math
+import contextlib, contextvars, functools, math, sys, threading
 import numpy as np
 from numba import cuda, float32
 
 # %% auto #0
 __all__ = ['THREADS', 'MAX_BLOCKS', 'COL_BX', 'COL_MAX_BY', 'COL_SLOTS', 'SWEEP_SIZES', 'launch', 'grid1d', 'next_pow2', 'grid2d',
            'unchecked', 'check_args', 'gemm_dims', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel',
-           'swap01_kernel', 'rows_grid', 'copy', 'add', 'swap01', 'block_sum', 'placeholder', 'block_max',
-           'block_sum_y', 'column_block', 'reduction_block', 'Graph', 'stream_handle', 'capture', 'sweep_table',
-           'sweep_blocks']
+           'swap01_kernel', 'rows_grid', 'copy', 'add', 'swap01', 'lock_simulator_shared_arrays', 'block_sum',
+           'placeholder', 'block_max', 'block_sum_y', 'column_block', 'reduction_block', 'Graph', 'stream_handle',
+           'capture', 'sweep_table', 'sweep_blocks']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
 THREADS = 32 if simulator_enabled() else 256       # threads per block of 1-D (grid-stride) launches
@@ -255,6 +255,34 @@ def swap01(src, dst):
         if src.size: swap01_kernel[rows_grid(I * J, C)](src, dst)
     else: np.copyto(dst, src.transpose(1, 0, 2))
     return dst
+
+# %% ../nbs/03_kernels.ipynb #9f8e1bae
+def lock_simulator_shared_arrays() -> bool:
+    "Under numba's CUDA simulator, make `cuda.shared.array` create each block's array once, under a lock (numba-cuda 0.30 can hand two threads two arrays); True if it replaced the method now."
+    if not simulator_enabled(): return False
+    from numba.core import types
+    from numba.np import numpy_support
+    from numba.cuda.simulator import kernelapi
+    cls = kernelapi.FakeCUDAShared
+    if getattr(cls.array, "locked", False): return False
+    lock = threading.Lock()
+    def array(self, shape, dtype, alignment=None):
+        if alignment is not None: raise RuntimeError("Array alignment is not supported in cudasim")
+        if isinstance(dtype, types.Type): dtype = numpy_support.as_dtype(dtype)
+        if shape == 0:                                        # dynamic shared memory: one buffer for all
+            return np.frombuffer(self._dynshared.data, dtype=dtype, count=self._dynshared_size // dtype.itemsize)
+        f = sys._getframe(1)
+        where = (f.f_code.co_filename, f.f_lineno)            # the declaring line, the key numba uses
+        with lock:
+            res = self._allocations.get(where)
+            if res is None: res = self._allocations[where] = np.empty(shape, dtype)
+        return res
+    array.locked, array.unlocked = True, cls.array
+    cls.array = array
+    return True
+
+lock_simulator_shared_arrays()
+
 
 # %% ../nbs/03_kernels.ipynb #6fc7797e
 @cuda.jit(device=True)
