@@ -37,7 +37,6 @@ CONFIGS = {"tiny": dict(preset="tiny"), "medium": dict(preset="medium"), "large"
            "d512": dict(d_model=512, n_heads=8, n_layers=8, max_seq_len=256),
            "d768": dict(d_model=768, n_heads=12, n_layers=12, max_seq_len=512),
            "d1024": dict(d_model=1024, n_heads=32, n_layers=18, max_seq_len=512, recompute=True)}
-UNIT = {"mint": "fp32", "cublas": "fp32", "cublas-tf32": "tf32"}     # the unit an FP32-input provider's GEMMs run on
 
 
 def config(name: str, vocab_size: int) -> tuple[ModelConfig, bool]:
@@ -52,8 +51,9 @@ class MintSide:
     "Mint's training step (`GpuEngine.step`, or `CpuEngine` with device cpu) with a precision, GEMM provider, recompute."
     def __init__(self, cfg, params, B, T, device, precision="fp32", gemm="mint", recompute=False):
         from mint.gemm import BF16_PROVIDERS, GEMM_PROVIDERS
+        from mint.report import gemm_unit
         if gemm not in GEMM_PROVIDERS: raise LookupError(f"GEMM provider {gemm!r} is not in this checkout ({', '.join(GEMM_PROVIDERS)})")
-        self.unit = "bf16" if precision == "bf16" and gemm in BF16_PROVIDERS else UNIT.get(gemm, "fp32")
+        self.unit = gemm_unit(gemm)                      # the unit its GEMMs run on: the peak its MFU divides by, as the report's
         how = "" if precision == "fp32" or gemm in BF16_PROVIDERS else " (widened)"
         self.name = (f"Mint {precision}, GEMM {gemm}{how}" if device == "cuda" else f"Mint {precision} (NumPy{' emulation' if precision == 'bf16' else ''})") + (", recompute" if recompute else "")
         self.precision, self.device = precision, device
