@@ -34,8 +34,6 @@ _HINTS = {errno.ENOSPC: "the disk is full: free some space or choose another --o
           errno.EACCES: "no permission to write there: choose another --out",
           errno.EPERM: "no permission to write there: choose another --out",
           getattr(errno, "EDQUOT", -1): "the disk quota is exceeded: free some space or choose another --out"}
-
-# %% ../nbs/35_checkpoint.ipynb #408d434b
 class SaveError(OSError):
     "A file could not be written (disk full, permission, read-only folder); `str(e)` is one line naming the file and what to do."
     def __init__(self, path, err: OSError):
@@ -48,8 +46,6 @@ class SaveError(OSError):
 # %% ../nbs/35_checkpoint.ipynb #8c82178f
 fault_hook = None        # tests: fault_hook(point, path) is called at each stage of every atomic write
 CHUNK = 1 << 20          # bytes per write() call (a fault point after each)
-
-# %% ../nbs/35_checkpoint.ipynb #fba237f9
 def _at(point: str, path: Path):
     if fault_hook is not None: fault_hook(point, path)
 
@@ -100,8 +96,6 @@ def atomic_write(path, data) -> Path:
 
 # %% ../nbs/35_checkpoint.ipynb #294ac529
 _TEMP = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
-
-# %% ../nbs/35_checkpoint.ipynb #ba89f2ce
 def temp_files(folder) -> list[Path]:
     "Temp files of `atomic_write` in `folder` (left there by a process killed mid-save), oldest first."
     folder = Path(folder)
@@ -297,8 +291,6 @@ def walk_files(root, suffix: str = ".safetensors", recursive: bool = True, probl
 def _mtime(p: Path) -> float:
     try: return p.stat().st_mtime
     except OSError: return 0.0                             # gone since it was found: sorts last
-
-# %% ../nbs/35_checkpoint.ipynb #a0d4c6fb
 def list_checkpoints(root=None, recursive: bool = True, problems: dict | None = None) -> list[Path]:
     "All model checkpoints (`.safetensors`, not training states) under `root` (default `runs_dir()`), newest first; `problems` as in `walk_files`."
     root = Path(root) if root is not None else runs_dir()
@@ -327,12 +319,8 @@ def runs_dir() -> Path:
 
 # %% ../nbs/35_checkpoint.ipynb #f3e5b931
 LOCK_NAME = "mint.lock"
-
-# %% ../nbs/35_checkpoint.ipynb #29236fb5
 class RunLockedError(RuntimeError):
     "The run folder is in use by another live run."
-
-# %% ../nbs/35_checkpoint.ipynb #a53330b3
 try: import fcntl
 except ImportError: fcntl = None
 
@@ -430,8 +418,6 @@ class RunLock:
 EXPORT_MARKER = "mint_export.json"            # the last file of every folder `mint export --to hf` writes
 RUN_FILES = ("best.safetensors", STATE_NAME, LOCK_NAME, "history.json")   # any of them (or step-*.safetensors): a run folder
 OUTPUT_KINDS = ("hf", "gguf", "run", "report", "cache")
-
-# %% ../nbs/35_checkpoint.ipynb #98325064
 class OutputError(ValueError):
     "An output that would write over a run, over files a command did not write, or into a live run's folder."
 
@@ -571,8 +557,6 @@ def check_disk_space(folder, need: int, what: str = "two checkpoints and two tra
 # %% ../nbs/35_checkpoint.ipynb #b0a6128e
 from .loop import TrainConfig, STATE_KEYS
 from dataclasses import asdict
-
-# %% ../nbs/35_checkpoint.ipynb #64268af0
 STATE_FORMAT = "mint-train-state-v1"
 
 # %% ../nbs/35_checkpoint.ipynb #1702d848

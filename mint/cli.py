@@ -52,8 +52,6 @@ def _number(kind, lo=None, hi=None, lo_open: bool = False, note: str = ""):
 def _positive(kind):
     "An argparse type: a number > 0 of `kind` (int or float), else a usage error naming the option."
     return _number(kind, 0, lo_open=True)
-
-# %% ../nbs/49_cli.ipynb #6ea42e9b
 _SEED = _number(int, 0)                         # NumPy's generators take seeds >= 0
 
 # %% ../nbs/49_cli.ipynb #404c3ebf
@@ -490,8 +488,6 @@ def _size(p: Path) -> str:
 INSTALL = {"transformers": 'pip install -e ".[interop]"', "torch": 'pip install -e ".[interop]"',
            "llama_cpp": "pip install llama-cpp-python (not in an extra: it builds llama.cpp from source, for minutes)",
            "gguf": "pip install gguf", "starlette": "pip install starlette", "uvicorn": "pip install uvicorn"}
-
-# %% ../nbs/49_cli.ipynb #e0493726
 def _need(*modules, why: str):
     "ValueError (a one-line `mint: error`) naming the missing packages and the install line of each (`INSTALL`)."
     import importlib.util
@@ -611,8 +607,6 @@ def _core_startup_handler():
 # %% ../nbs/49_cli.ipynb #c4229198
 class Terminated(KeyboardInterrupt):
     "SIGTERM outside the training loop: ends the command with exit code 143."
-
-# %% ../nbs/49_cli.ipynb #b9e2b9a9
 def _raise_terminated(signum, frame): raise Terminated()
 
 # %% ../nbs/49_cli.ipynb #7bd59742
