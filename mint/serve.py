@@ -232,12 +232,20 @@ def run_generation(params, cfg, tok, prompt_ids, s: Sampling, rng=None, batcher=
 
 # %% ../nbs/41_serve.ipynb #a3eec248
 class _Request:
-    "One request in the batch: prompt, length cap, sampling settings and generator; its tokens go to `out` as `(token, logits)`, then None."
-    def __init__(self, prompt_ids, cap: int, s: Sampling, rng):
+    """One request in the batch: prompt, length cap, sampling settings and generator; its tokens go to `out` as `(token, logits)`
+    (`logits` None unless it asked for logprobs), then None. A reader that may stop early (a stop string to watch for, or a
+    `cancel` event: streaming) gets every token as it is made; any other gets its tokens in one list when it ends, so its
+    thread is not woken at every step."""
+    def __init__(self, prompt_ids, cap: int, s: Sampling, rng, cancel=None):
         self.prompt, self.cap, self.s, self.rng = list(prompt_ids), int(cap), s, rng
         self.out, self.cancelled, self.n, self.seq, self.logits = queue.SimpleQueue(), False, 0, None, None
-        self.cancel = None                   # a threading.Event its reader may set from any thread
+        self.cancel = cancel                 # a threading.Event its reader may set from any thread
+        self.eager, self.held = cancel is not None or bool(s.stop), []
     def gone(self) -> bool: return self.cancelled or (self.cancel is not None and self.cancel.is_set())
+    def send(self, t: int):
+        item = (t, self.logits if self.s.logprobs else None)
+        if self.eager: self.out.put(item)
+        else: self.held.append(item)
 
 # %% ../nbs/41_serve.ipynb #6f2d59ff
 class Batcher:
@@ -250,8 +258,7 @@ class Batcher:
         return {"busy": len(self.dec.rows), "waiting": len(self.waiting), "total": self.dec.slots, "steps": self.steps}
     def tokens(self, prompt_ids, cap: int, s: Sampling, rng, cancel=None):
         "Yield `(token, logits)` of one request as the batch makes them; closing the iterator early, or setting the `threading.Event` `cancel`, cancels it (its slot is freed at the next step)."
-        r = _Request(prompt_ids, cap, s, rng)
-        r.cancel = cancel
+        r = _Request(prompt_ids, cap, s, rng, cancel)
         with self.cv:
             self.waiting.append(r)
             if self.thread is None:
@@ -260,13 +267,15 @@ class Batcher:
         try:
             while (item := r.out.get()) is not None:
                 if isinstance(item, BaseException): raise RuntimeError(f"decoding failed: {item!r}") from item
-                yield item
+                if isinstance(item, list): yield from item            # the tokens held for a reader that waits for all
+                else: yield item
         finally:
             r.cancelled = True
             with self.cv: self.cv.notify()
     def _end(self, r: _Request, why=None):
         if r.seq is not None: self.dec.remove(r.seq); r.seq = None
         if r in self.running: self.running.remove(r)
+        if r.held: r.out.put(r.held); r.held = []
         r.out.put(why)
     def _loop(self):
         while True:
@@ -277,22 +286,24 @@ class Batcher:
             try:
                 for r in new:
                     if r.gone(): r.out.put(None); continue
-                    try: r.seq, r.logits = self.dec.add(r.prompt)
+                    try: r.seq = self.dec.add(r.prompt)            # its prompt is read by the next steps, beside the others' tokens
                     except Exception as e: r.out.put(e); continue      # this request's prompt: the others go on
                     self.running.append(r)
                 feeds = {}
                 for r in list(self.running):
-                    t = None if r.gone() or r.n >= r.cap else pick_next(r.logits, r.s.temperature, r.s.top_k, r.s.top_p, r.rng)
+                    if r.gone(): self._end(r); continue
+                    if r.logits is None: continue                  # its prompt is still being read
+                    t = None if r.n >= r.cap else pick_next(r.logits, r.s.temperature, r.s.top_k, r.s.top_p, r.rng)
                     if t is None: self._end(r); continue
                     r.n += 1
-                    r.out.put((t, r.logits))
+                    r.send(t)
                     if r.n >= r.cap or self.dec.room(r.seq) == 0: self._end(r)
                     else: feeds[r.seq] = t
-                if feeds:
+                if feeds or self.dec.prefilling:
                     batch = list(self.running)
                     out = self.dec.step(feeds)
                     self.steps += 1
-                    for r in self.running: r.logits = out[r.seq]
+                    for r in self.running: r.logits = out.get(r.seq, r.logits)
             except Exception as e:                   # a bug of ours: fail this step's requests, keep serving the rest
                 logging.getLogger("mint.serve").exception("batched decoding failed")
                 for r in {id(r): r for r in batch + self.running}.values(): self._end(r, e)
