@@ -10,7 +10,7 @@ The server is the real app (`mint.serve.create_app`: guard, routing, JSON, the b
 Every loop is bounded: each client sends `--requests` requests one after another; `--rounds` sweeps over the client counts
 (alternating their order), and the ratios to one client are taken within each round, so the spread shows how much the
 other work on the host moved them. The model has random weights with
-`<eos>` pushed down, so every request decodes exactly `--max-tokens` tokens (temperature 0): the work per request is
+`<eos>` pushed down, so every request decodes exactly `--max-tokens` tokens (greedy by default; `--temperature 0.7` samples, with a seed per request): the work per request is
 the same in every row. One warm-up request per server first (compilation, first allocations).
 """
 from __future__ import annotations
@@ -59,7 +59,7 @@ class Server:
         self.srv.should_exit = True; self.th.join(30)
 
 
-def load(base: str, clients: int, requests: int, max_tokens: int, prompt_len: int, vocab_size: int) -> dict:
+def load(base: str, clients: int, requests: int, max_tokens: int, prompt_len: int, vocab_size: int, temperature: float = 0.0) -> dict:
     "`clients` threads, each sending `requests` completions one after another: tokens/s over the wall time, latency percentiles."
     import httpx
     rng = np.random.default_rng(clients)
@@ -70,7 +70,7 @@ def load(base: str, clients: int, requests: int, max_tokens: int, prompt_len: in
             for r in range(requests):
                 t0 = time.perf_counter()
                 resp = h.post("/v1/completions", json={"model": "bench", "prompt": prompts[c * requests + r], "max_tokens": max_tokens,
-                                                       "temperature": 0})
+                                                       "temperature": temperature, "seed": c * requests + r})
                 resp.raise_for_status()
                 out.append((time.perf_counter() - t0, resp.json()["usage"]["completion_tokens"]))
         return out
@@ -93,6 +93,7 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=40)
     ap.add_argument("--prompt-len", type=int, default=16)
     ap.add_argument("--slots", type=int, nargs="+", default=[16, 0], help="batch slots to compare; 0 = a Decoder per request (default: 16 0)")
+    ap.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default); > 0: sampled with top-k 50, top-p 0.9, a seed per request")
     ap.add_argument("--rounds", type=int, default=3, help="sweeps over the client counts, in alternating order (default 3)")
     a = ap.parse_args()
     from mint.serve import create_app
@@ -107,7 +108,7 @@ def main():
             load(srv.base, 1, 1, a.max_tokens, a.prompt_len, len(voc))          # warm-up
             for k in range(a.rounds):                                           # rounds alternate the order: drift hits all alike
                 for c in (a.clients if k % 2 == 0 else a.clients[::-1]):
-                    r = dict(server=name, round=k, **load(srv.base, c, a.requests, a.max_tokens, a.prompt_len, len(voc)))
+                    r = dict(server=name, round=k, **load(srv.base, c, a.requests, a.max_tokens, a.prompt_len, len(voc), a.temperature))
                     rows.append(r)
                     print(f"{name:24s} round {k} {c:3d} clients: {r['tokens_per_s']:8.1f} tokens/s, p50 {r['p50_s']:.2f} s, "
                           f"p95 {r['p95_s']:.2f} s", flush=True)
@@ -127,10 +128,10 @@ def main():
                                 p95_s=med([r["p95_s"] for r in rs]), p95_x=med(ps), p95_x_range=f"{min(ps):.1f}–{max(ps):.1f}"))
     host = benchlib.host_info(a.device)
     path = benchlib.record(f"serve_{a.device}", dict(preset=a.preset, max_tokens=a.max_tokens, requests_per_client=a.requests,
-                                                     prompt_len=a.prompt_len, rounds=a.rounds, host=host, rows=rows, summary=summary,
+                                                     prompt_len=a.prompt_len, temperature=a.temperature, rounds=a.rounds, host=host, rows=rows, summary=summary,
                                                      loadavg_start=load0, loadavg_end=[round(x, 2) for x in os.getloadavg()],
                                                      blas_threads_env=os.environ.get("OPENBLAS_NUM_THREADS")))
-    print(f"\n{a.preset}, {a.max_tokens} tokens a request (greedy), {a.requests} requests per client, {a.rounds} rounds (medians; "
+    print(f"\n{a.preset}, {a.max_tokens} tokens a request ({f'temperature {a.temperature:g}' if a.temperature else 'greedy'}), {a.requests} requests per client, {a.rounds} rounds (medians; "
           f"ratios to the same round's {a.clients[0]} client(s), their range), on {host['device']}, load average {load0[0]} at the "
           f"start and {os.getloadavg()[0]:.2f} at the end; recorded in {path.relative_to(benchlib.ROOT)}\n")
     print(benchlib.table(summary, [("server", "server", ""), ("clients", "clients", "d"), ("tokens_per_s", "tokens/s", ",.1f"),

@@ -14,9 +14,9 @@ from .vocab import Vocab, PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
 from .model import Workspace, KVCache, RowsKV, views, forward
 
 # %% auto #0
-__all__ = ['NEVER_SAMPLED', 'serial_loops', 'Decoder', 'allowed_logits', 'check_sampling', 'sample_next', 'pick_next', 'stream',
-           'check_prompt', 'generate', 'BatchDecoder', 'sampling_stages', 'plot_sampling_stages', 'next_token_logits',
-           'sampling_playground', 'sampling_widget']
+__all__ = ['NEVER_SAMPLED', 'serial_loops', 'Decoder', 'allowed_logits', 'check_sampling', 'top_order', 'sample_next',
+           'pick_next', 'stream', 'check_prompt', 'generate', 'BatchDecoder', 'sampling_stages', 'plot_sampling_stages',
+           'next_token_logits', 'sampling_playground', 'sampling_widget']
 
 # %% ../nbs/14_generate.ipynb #b168a456
 _BLAS = []                                          # threadpoolctl's controller of NumPy's BLAS, made once (finding the library is slow)
@@ -135,6 +135,16 @@ def check_sampling(temperature: float, top_k: int, top_p: float):
     if int(top_k) != top_k or top_k < 0: raise ValueError(f"top_k must be an integer >= 0 (0 = off), got {top_k}")
     if not 0 < top_p <= 1: raise ValueError(f"top_p must be in (0, 1] (1 = off), got {top_p}")
 
+# %% ../nbs/14_generate.ipynb #1533040d
+def top_order(p: np.ndarray, k: int = 0) -> np.ndarray:
+    "Ids of the `k` largest `p` (all of them when `k` is 0 or >= len(p)), largest first, ties in id order: `np.argsort(-p, kind='stable')[:k]` without sorting all of `p`."
+    if not 0 < k < len(p): return np.argsort(-p, kind="stable")
+    v = np.partition(p, len(p) - k)[len(p) - k]                 # the k-th largest value
+    above = np.flatnonzero(p > v)                               # fewer than k of them
+    cand = np.concatenate([above, np.flatnonzero(p == v)[:k - len(above)]])
+    cand.sort()                                                 # id order, which the stable sort keeps among equals
+    return cand[np.argsort(-p[cand], kind="stable")]
+
 # %% ../nbs/14_generate.ipynb #93e8b8ec
 def sample_next(logits, temperature: float = 0.7, top_k: int = 50, top_p: float = 0.9, rng=None) -> int:
     "Pick the next token id from `logits[V]` with temperature / top-k / top-p (§10.2); `temperature <= 0` is greedy."
@@ -145,8 +155,7 @@ def sample_next(logits, temperature: float = 0.7, top_k: int = 50, top_p: float 
     if temperature <= 0: return int(np.argmax(z))
     z = z / temperature
     p = np.exp(z - z[np.isfinite(z)].max()); p[~np.isfinite(p)] = 0.0
-    order = np.argsort(-p, kind="stable")
-    if top_k and top_k > 0: order = order[:top_k]
+    order = top_order(p, top_k if top_k and top_k > 0 else 0)
     ps = p[order]
     if 0 < top_p < 1:
         c = np.cumsum(ps) / ps.sum()
