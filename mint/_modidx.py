@@ -897,6 +897,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                             'mint.serve._flag': ('serve.html#_flag', 'mint/serve.py'),
                             'mint.serve._is_ip': ('serve.html#_is_ip', 'mint/serve.py'),
                             'mint.serve._logprobs_json': ('serve.html#_logprobs_json', 'mint/serve.py'),
+                            'mint.serve._not_applied': ('serve.html#_not_applied', 'mint/serve.py'),
                             'mint.serve._number': ('serve.html#_number', 'mint/serve.py'),
                             'mint.serve._read_body': ('serve.html#_read_body', 'mint/serve.py'),
                             'mint.serve._reply': ('serve.html#_reply', 'mint/serve.py'),
