@@ -1,14 +1,16 @@
-"""`mint serve` under load: tokens/s and p50/p95 request latency at 1, 4 and 16 concurrent clients, with continuous
+"""`mint serve` under load: tokens/s and p50/p95 request latency at 1, 4, 16 and 64 concurrent clients, with continuous
 batching (the server's default, `--slots 16`) and without it (`slots=0`: a Decoder per request, each in its own
 thread — what the server did before). Appends a record to bench/results/serve_<device>.jsonl and prints a table.
 
-    python bench/bench_serve.py                              # CPU, medium, clients 1 4 16
+    python bench/bench_serve.py                              # CPU, medium, clients 1 4 16 64
     python bench/bench_serve.py --device cuda --clients 1 4 16 64
 
 The server is the real app (`mint.serve.create_app`: guard, routing, JSON, the batcher) under uvicorn on a free
 127.0.0.1 port, in this process; the clients are threads sending non-streamed completions with httpx (loopback only).
-Every loop is bounded: each client sends `--requests` requests one after another. The model has random weights with
-`<eos>` pushed down, so every request decodes exactly `--max-tokens` tokens (temperature 0): the work per request is
+Every loop is bounded: each client sends `--requests` requests one after another; `--rounds` sweeps over the client counts
+(alternating their order), and the ratios to one client are taken within each round, so the spread shows how much the
+other work on the host moved them. The model has random weights with
+`<eos>` pushed down, so every request decodes exactly `--max-tokens` tokens (greedy by default; `--temperature 0.7` samples, with a seed per request): the work per request is
 the same in every row. One warm-up request per server first (compilation, first allocations).
 """
 from __future__ import annotations
@@ -57,7 +59,7 @@ class Server:
         self.srv.should_exit = True; self.th.join(30)
 
 
-def load(base: str, clients: int, requests: int, max_tokens: int, prompt_len: int, vocab_size: int) -> dict:
+def load(base: str, clients: int, requests: int, max_tokens: int, prompt_len: int, vocab_size: int, temperature: float = 0.0) -> dict:
     "`clients` threads, each sending `requests` completions one after another: tokens/s over the wall time, latency percentiles."
     import httpx
     rng = np.random.default_rng(clients)
@@ -68,7 +70,7 @@ def load(base: str, clients: int, requests: int, max_tokens: int, prompt_len: in
             for r in range(requests):
                 t0 = time.perf_counter()
                 resp = h.post("/v1/completions", json={"model": "bench", "prompt": prompts[c * requests + r], "max_tokens": max_tokens,
-                                                       "temperature": 0})
+                                                       "temperature": temperature, "seed": c * requests + r})
                 resp.raise_for_status()
                 out.append((time.perf_counter() - t0, resp.json()["usage"]["completion_tokens"]))
         return out
@@ -86,37 +88,55 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", default="medium", choices=CONFIGS)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    ap.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
+    ap.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16, 64])
     ap.add_argument("--requests", type=int, default=4, help="requests per client, sent one after another (default 4)")
     ap.add_argument("--max-tokens", type=int, default=40)
     ap.add_argument("--prompt-len", type=int, default=16)
     ap.add_argument("--slots", type=int, nargs="+", default=[16, 0], help="batch slots to compare; 0 = a Decoder per request (default: 16 0)")
+    ap.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default); > 0: sampled with top-k 50, top-p 0.9, a seed per request")
+    ap.add_argument("--rounds", type=int, default=3, help="sweeps over the client counts, in alternating order (default 3)")
     a = ap.parse_args()
     from mint.serve import create_app
     P, cfg, voc = model(a.preset)
-    rows = []
+    load0 = [round(x, 2) for x in os.getloadavg()]
+    rows = []                                      # one row per (server, round, clients)
     for slots in a.slots:
         if slots == 0 and a.device == "cuda": continue                 # a Decoder per request is the CPU's old path only
         srv = Server(create_app(P, cfg, voc, "bench", slots=slots, device=a.device))
+        name = f"batched, {slots} slots" if slots else "a Decoder per request"
         try:
             load(srv.base, 1, 1, a.max_tokens, a.prompt_len, len(voc))          # warm-up
-            for c in a.clients:
-                r = load(srv.base, c, a.requests, a.max_tokens, a.prompt_len, len(voc))
-                r["server"] = f"batched, {slots} slots" if slots else "a Decoder per request"
-                rows.append(r)
-                print(f"{r['server']:24s} {c:3d} clients: {r['tokens_per_s']:8.1f} tokens/s, p50 {r['p50_s']:.2f} s, p95 {r['p95_s']:.2f} s",
-                      flush=True)
+            for k in range(a.rounds):                                           # rounds alternate the order: drift hits all alike
+                for c in (a.clients if k % 2 == 0 else a.clients[::-1]):
+                    r = dict(server=name, round=k, **load(srv.base, c, a.requests, a.max_tokens, a.prompt_len, len(voc), a.temperature))
+                    rows.append(r)
+                    print(f"{name:24s} round {k} {c:3d} clients: {r['tokens_per_s']:8.1f} tokens/s, p50 {r['p50_s']:.2f} s, "
+                          f"p95 {r['p95_s']:.2f} s", flush=True)
         finally: srv.close()
-    base = {r["server"]: r["tokens_per_s"] for r in rows if r["clients"] == a.clients[0]}
-    for r in rows: r["x_one_client"] = r["tokens_per_s"] / base[r["server"]]
+    one = {(r["server"], r["round"]): r for r in rows if r["clients"] == a.clients[0]}
+    for r in rows:                                  # ratios to the same round's first client count (1): within one process, minutes apart
+        b = one[(r["server"], r["round"])]
+        r["x_one_client"], r["p95_x_one_client"] = r["tokens_per_s"] / b["tokens_per_s"], r["p95_s"] / b["p95_s"]
+    med = lambda xs: statistics.median(xs)
+    summary = []
+    for name in dict.fromkeys(r["server"] for r in rows):
+        for c in a.clients:
+            rs = [r for r in rows if r["server"] == name and r["clients"] == c]
+            xs, ps = [r["x_one_client"] for r in rs], [r["p95_x_one_client"] for r in rs]
+            summary.append(dict(server=name, clients=c, tokens_per_s=med([r["tokens_per_s"] for r in rs]), x_one_client=med(xs),
+                                x_range=f"{min(xs):.2f}–{max(xs):.2f}", p50_s=med([r["p50_s"] for r in rs]),
+                                p95_s=med([r["p95_s"] for r in rs]), p95_x=med(ps), p95_x_range=f"{min(ps):.1f}–{max(ps):.1f}"))
+    host = benchlib.host_info(a.device)
     path = benchlib.record(f"serve_{a.device}", dict(preset=a.preset, max_tokens=a.max_tokens, requests_per_client=a.requests,
-                                                     prompt_len=a.prompt_len, host=benchlib.host_info(a.device), rows=rows,
+                                                     prompt_len=a.prompt_len, temperature=a.temperature, rounds=a.rounds, host=host, rows=rows, summary=summary,
+                                                     loadavg_start=load0, loadavg_end=[round(x, 2) for x in os.getloadavg()],
                                                      blas_threads_env=os.environ.get("OPENBLAS_NUM_THREADS")))
-    print(f"\n{a.preset}, {a.max_tokens} tokens a request (greedy), {a.requests} requests per client, on "
-          f"{benchlib.host_info(a.device)['device']}; recorded in {path.relative_to(benchlib.ROOT)}\n")
-    print(benchlib.table(rows, [("server", "server", ""), ("clients", "clients", "d"), ("tokens_per_s", "tokens/s", ",.1f"),
-                                ("x_one_client", "× 1 client", ".2f"), ("p50_s", "p50 latency s", ".2f"), ("p95_s", "p95 latency s", ".2f")]))
-
+    print(f"\n{a.preset}, {a.max_tokens} tokens a request ({f'temperature {a.temperature:g}' if a.temperature else 'greedy'}), {a.requests} requests per client, {a.rounds} rounds (medians; "
+          f"ratios to the same round's {a.clients[0]} client(s), their range), on {host['device']}, load average {load0[0]} at the "
+          f"start and {os.getloadavg()[0]:.2f} at the end; recorded in {path.relative_to(benchlib.ROOT)}\n")
+    print(benchlib.table(summary, [("server", "server", ""), ("clients", "clients", "d"), ("tokens_per_s", "tokens/s", ",.1f"),
+                                   ("x_one_client", "× 1 client", ".2f"), ("x_range", "(range)", ""), ("p50_s", "p50 latency s", ".2f"),
+                                   ("p95_s", "p95 latency s", ".2f"), ("p95_x", "p95 × 1 client", ".1f"), ("p95_x_range", "(range)", "")]))
 
 if __name__ == "__main__":
     main()

@@ -9,14 +9,14 @@ from typing import Iterator
 import numpy as np
 from fastcore.basics import patch
 from .core import ModelConfig, on_device
-from .kernels import unchecked, capture, copy
+from .kernels import unchecked, capture
 from .vocab import Vocab, PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
 from .model import Workspace, KVCache, RowsKV, views, forward
 
 # %% auto #0
-__all__ = ['NEVER_SAMPLED', 'serial_loops', 'Decoder', 'allowed_logits', 'check_sampling', 'sample_next', 'pick_next', 'stream',
-           'check_prompt', 'generate', 'BatchDecoder', 'sampling_stages', 'plot_sampling_stages', 'next_token_logits',
-           'sampling_playground', 'sampling_widget']
+__all__ = ['NEVER_SAMPLED', 'serial_loops', 'Decoder', 'allowed_logits', 'check_sampling', 'top_order', 'sample_next',
+           'pick_next', 'stream', 'check_prompt', 'generate', 'BatchDecoder', 'sampling_stages', 'plot_sampling_stages',
+           'next_token_logits', 'sampling_playground', 'sampling_widget']
 
 # %% ../nbs/14_generate.ipynb #b168a456
 _BLAS = []                                          # threadpoolctl's controller of NumPy's BLAS, made once (finding the library is slow)
@@ -135,6 +135,16 @@ def check_sampling(temperature: float, top_k: int, top_p: float):
     if int(top_k) != top_k or top_k < 0: raise ValueError(f"top_k must be an integer >= 0 (0 = off), got {top_k}")
     if not 0 < top_p <= 1: raise ValueError(f"top_p must be in (0, 1] (1 = off), got {top_p}")
 
+# %% ../nbs/14_generate.ipynb #1533040d
+def top_order(p: np.ndarray, k: int = 0) -> np.ndarray:
+    "Ids of the `k` largest `p` (all of them when `k` is 0 or >= len(p)), largest first, ties in id order: `np.argsort(-p, kind='stable')[:k]` without sorting all of `p`."
+    if not 0 < k < len(p): return np.argsort(-p, kind="stable")
+    v = np.partition(p, len(p) - k)[len(p) - k]                 # the k-th largest value
+    above = np.flatnonzero(p > v)                               # fewer than k of them
+    cand = np.concatenate([above, np.flatnonzero(p == v)[:k - len(above)]])
+    cand.sort()                                                 # id order, which the stable sort keeps among equals
+    return cand[np.argsort(-p[cand], kind="stable")]
+
 # %% ../nbs/14_generate.ipynb #93e8b8ec
 def sample_next(logits, temperature: float = 0.7, top_k: int = 50, top_p: float = 0.9, rng=None) -> int:
     "Pick the next token id from `logits[V]` with temperature / top-k / top-p (§10.2); `temperature <= 0` is greedy."
@@ -145,8 +155,7 @@ def sample_next(logits, temperature: float = 0.7, top_k: int = 50, top_p: float 
     if temperature <= 0: return int(np.argmax(z))
     z = z / temperature
     p = np.exp(z - z[np.isfinite(z)].max()); p[~np.isfinite(p)] = 0.0
-    order = np.argsort(-p, kind="stable")
-    if top_k and top_k > 0: order = order[:top_k]
+    order = top_order(p, top_k if top_k and top_k > 0 else 0)
     ps = p[order]
     if 0 < top_p < 1:
         c = np.cumsum(ps) / ps.sum()
@@ -209,80 +218,90 @@ def generate(params, cfg: ModelConfig, vocab: Vocab, prompt: str, max_new_tokens
 
 # %% ../nbs/14_generate.ipynb #12baea80
 class BatchDecoder:
-    """Up to `slots` sequences decoded together through `mint.model.forward` (continuous batching): `add(prompt) -> (seq, logits)`
-    prefills a free row; `step({seq: token}) -> {seq: logits}` feeds one token to every running sequence in one forward;
-    `remove(seq)` frees its row (the last row moves into it). Logits are float64 host arrays `[V]`; `device` 'cpu' or 'cuda'."""
-    def __init__(self, params: np.ndarray, cfg: ModelConfig, slots: int = 16, device: str = "cpu"):
+    """Up to `slots` sequences decoded together through `mint.model.forward` (continuous batching): `add(prompt) -> seq` takes a
+    free row; `step({seq: token}) -> {seq: logits}` is one forward over one token of every running sequence and up to `prefill`
+    tokens of the prompts still being read (in the order they were added). A sequence is running from the step that reads
+    its prompt's last token (its logits are in that step's result); `remove(seq)` frees its row. Logits are float64 host
+    arrays `[V]`; `device` 'cpu' or 'cuda'."""
+    def __init__(self, params: np.ndarray, cfg: ModelConfig, slots: int = 16, device: str = "cpu", prefill: int = 64):
         if int(slots) != slots or slots < 1: raise ValueError(f"slots must be an integer >= 1, got {slots}")
-        self.cfg, self.slots, self.device = cfg, int(slots), device
+        if int(prefill) != prefill or prefill < 1: raise ValueError(f"prefill must be an integer >= 1, got {prefill}")
+        self.cfg, self.slots, self.device, self.prefill = cfg, int(slots), device, int(prefill)
         shape = (cfg.n_layers, self.slots, cfg.max_seq_len, cfg.n_heads, cfg.head_dim)
         if device == "cuda":
             from numba import cuda
             from mint.gpu_train import device_workspace
             self.W = views(cuda.to_device(np.asarray(params, np.float32)), cfg)
             self.K, self.V = cuda.device_array(shape, np.float32), cuda.device_array(shape, np.float32)
-            self._ws = lambda B, T: device_workspace(cfg, B, T, training=False)
+            self.ws = device_workspace(cfg, self.slots + self.prefill, 1, training=False)
         elif device == "cpu":
             self.W = views(params, cfg)
             self.K, self.V = np.zeros(shape, params.dtype), np.zeros(shape, params.dtype)
-            self._ws = lambda B, T: Workspace(cfg, B, T, params.dtype, training=False)
+            self.ws = Workspace(cfg, self.slots + self.prefill, 1, params.dtype, training=False)
         else: raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
-        self.step_ws, self.prefill_ws = self._ws(self.slots, 1), self._ws(1, cfg.max_seq_len)
         self.lengths = np.zeros(self.slots, np.int64)      # filled cache entries of each row = the position of its next token
-        self.rows: list[int] = []                          # rows[i]: the sequence in row i
-        self._next = 0
+        self.row: dict[int, int] = {}                      # seq -> its cache row
+        self.todo: dict[int, np.ndarray] = {}              # seq -> the prompt tokens not read yet (in the order added)
+        self._free, self._next, self._checked = list(range(self.slots))[::-1], 0, set()
     @property
-    def free(self) -> int: return self.slots - len(self.rows)
-    def room(self, seq: int) -> int: return self.cfg.max_seq_len - int(self.lengths[self.rows.index(seq)])
-
-# %% ../nbs/14_generate.ipynb #4acad15a
-@patch
-def _forward(self: BatchDecoder, ws, r0: int, ids, pos) -> np.ndarray:
-    "The one wiring on rows `r0…r0+B-1` of the cache (a `RowsKV`, each row at its length); their lengths advance; float64 host logits."
-    v = ws.load(ids, pos)
-    B, T = ids.shape
-    with serial_loops() if self.device == "cpu" else contextlib.nullcontext():   # a few rows, or one prompt: too little work to share out
-        forward(self.W, self.cfg, v, RowsKV(self.K[:, r0:r0 + B], self.V[:, r0:r0 + B], self.lengths[r0:r0 + B]))
-    self.lengths[r0:r0 + B] += T
-    logits = v.logits
-    return np.asarray(logits.copy_to_host() if on_device(logits) else logits, np.float64)
+    def rows(self) -> list: return list(self.row)                      # the sequences holding a row
+    @property
+    def free(self) -> int: return len(self._free)
+    @property
+    def prefilling(self) -> int: return len(self.todo)
+    def room(self, seq: int) -> int: return self.cfg.max_seq_len - int(self.lengths[self.row[seq]])
 
 # %% ../nbs/14_generate.ipynb #68534294
 @patch
-def add(self: BatchDecoder, prompt_ids) -> tuple[int, np.ndarray]:
-    "Prefill `prompt_ids` into a free row: `(seq, logits of its last token)`. RuntimeError when every slot is taken."
+def add(self: BatchDecoder, prompt_ids) -> int:
+    "Give `prompt_ids` a free row: its sequence id; the next steps read the prompt. RuntimeError when every slot is taken."
     ids = np.asarray(prompt_ids, np.int32).reshape(-1)
     if not 1 <= len(ids) <= self.cfg.max_seq_len:
         raise ValueError(f"add: a prompt of {len(ids)} tokens; it must have 1 to {self.cfg.max_seq_len} (the window)")
     if not self.free: raise RuntimeError(f"add: all {self.slots} slots are taken; remove() a sequence first")
-    r, seq = len(self.rows), self._next
+    seq, r = self._next, self._free.pop()
     self._next += 1
-    self.rows.append(seq); self.lengths[r] = 0
-    try: logits = self._forward(self.prefill_ws, r, ids[None], np.arange(len(ids), dtype=np.int32)[None])
-    except BaseException: self.rows.pop(); raise
-    return seq, logits[len(ids) - 1]
+    self.row[seq], self.todo[seq], self.lengths[r] = r, ids, 0
+    return seq
 
 # %% ../nbs/14_generate.ipynb #68bb14d6
 @patch
 def step(self: BatchDecoder, feeds: dict) -> dict:
-    "Feed `feeds[seq]` (one token) to every running sequence in one forward; `{seq: logits}`. ValueError unless `feeds` names exactly the running ones."
-    if set(feeds) != set(self.rows): raise ValueError(f"step: feed every running sequence {sorted(self.rows)}, got {sorted(feeds)}")
-    B = len(self.rows)
-    if any(self.lengths[:B] >= self.cfg.max_seq_len): raise ValueError("step: a sequence's window is full; remove() it first")
-    ids = np.array([feeds[s] for s in self.rows], np.int32)[:, None]
-    logits = self._forward(self.step_ws, 0, ids, self.lengths[:B].astype(np.int32)[:, None])
-    return {s: logits[i] for i, s in enumerate(self.rows)}
+    "One forward: `feeds[seq]` (one token) for every running sequence, and the next prompt tokens; `{seq: logits}` of the fed ones and of those whose prompt ends here. ValueError unless `feeds` names exactly the running ones."
+    running = [s for s in self.row if s not in self.todo]
+    if set(feeds) != set(running): raise ValueError(f"step: feed every running sequence {sorted(running)}, got {sorted(feeds)}")
+    rows = np.array([self.row[s] for s in running], np.int64)
+    if (self.lengths[rows] >= self.cfg.max_seq_len).any(): raise ValueError("step: a sequence's window is full; remove() it first")
+    ids, pos, rows = [np.array([feeds[s] for s in running], np.int32)], [self.lengths[rows]], [rows]
+    out, at, n_ids, budget = list(running), list(range(len(running))), len(running), self.prefill
+    read = {}                                          # seq -> prompt tokens read in this step
+    for s, t in self.todo.items():
+        if not budget: break
+        n, r = min(budget, len(t)), self.row[s]
+        ids.append(t[:n]); pos.append(self.lengths[r] + np.arange(n)); rows.append(np.full(n, r, np.int64))
+        read[s], budget, n_ids = n, budget - n, n_ids + n
+        if n == len(t): out.append(s); at.append(n_ids - 1)            # its prompt's last token: its first logits
+    ids, pos, rows = np.concatenate(ids), np.concatenate(pos), np.concatenate(rows)
+    if not len(ids): return {}
+    v = self.ws.load(ids[:, None], pos.astype(np.int32)[:, None])
+    with contextlib.ExitStack() as stack:
+        if len(ids) in self._checked: stack.enter_context(unchecked())     # the same buffers as a step checked before
+        if self.device == "cpu": stack.enter_context(serial_loops())        # a few rows: too little work to share out
+        forward(self.W, self.cfg, v, RowsKV(self.K, self.V, rows, pos))
+    self._checked.add(len(ids))
+    np.add.at(self.lengths, rows, 1)
+    for s, n in read.items():
+        if n == len(self.todo[s]): del self.todo[s]
+        else: self.todo[s] = self.todo[s][n:]
+    logits = v.logits.copy_to_host() if on_device(v.logits) else v.logits
+    z = np.asarray(logits[at], np.float64)
+    return {s: z[i] for i, s in enumerate(out)}
 
 # %% ../nbs/14_generate.ipynb #97ddf63f
 @patch
 def remove(self: BatchDecoder, seq: int) -> None:
-    "Free the row of `seq` at once; the last row moves into it (its cache entries copied)."
-    r, last = self.rows.index(seq), len(self.rows) - 1
-    if r != last:
-        n = int(self.lengths[last])
-        for a in (self.K, self.V): copy(a[:, last, :n], a[:, r, :n])
-        self.rows[r], self.lengths[r] = self.rows[last], self.lengths[last]
-    self.rows.pop()
+    "Free the row of `seq` at once (also while its prompt is being read)."
+    self._free.append(self.row.pop(seq)); self.todo.pop(seq, None)
 
 # %% ../nbs/14_generate.ipynb #66690ada
 def _softmax(z: np.ndarray) -> np.ndarray:

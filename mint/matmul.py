@@ -12,9 +12,9 @@ from .kernels import check_args, grid2d, block_sum_y, column_block, COL_BX, COL_
 from .gemm import launch_gemm   # training's GEMM (chapter 20): v5, cuBLAS or the tensor cores
 
 # %% auto #0
-__all__ = ['TILE', 'gemm_kernel', 'matmul_ref', 'linear_forward_ref', 'linear_backward_ref', 'make_gemm_kernel', 'matmul',
-           'linear_forward', 'bias_grad_kernel', 'bias_grad', 'linear_backward', 'gemm_playground', 'gemm_summary',
-           'gemm_widget']
+__all__ = ['TILE', 'gemm_kernel', 'FEW_ROWS', 'matmul_ref', 'linear_forward_ref', 'linear_backward_ref', 'make_gemm_kernel',
+           'matmul', 'linear_few_rows_cpu', 'linear_forward', 'bias_grad_kernel', 'bias_grad', 'linear_backward',
+           'gemm_playground', 'gemm_summary', 'gemm_widget']
 
 # %% ../nbs/04_matmul.ipynb #14d49769
 _gemm_dims = gemm_dims   # the operand check every GEMM entry shares (chapter 03, `mint.kernels.gemm_dims`)
@@ -116,11 +116,23 @@ def matmul(a, b, out=None, trans_a: bool = False, trans_b: bool = False, tile: i
         return matmul_ref(a, b, trans_a, trans_b, out=out)
     return _gemm(a, b, out, None, trans_a, trans_b, tile)
 
+# %% ../nbs/04_matmul.ipynb #e2eeeac5
+FEW_ROWS = 32   # 2..FEW_ROWS rows: the CPU's linear_forward computes (w·xᵀ)ᵀ
+
+def linear_few_rows_cpu(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, out=None) -> np.ndarray:
+    "y = x·wᵀ + b for a few rows x [M,in] as (w·xᵀ)ᵀ (NumPy), into `out` [M,out] when given."
+    yt = np.matmul(w, x.T)                                     # [out, M]
+    out = np.empty((x.shape[0], w.shape[0]), x.dtype) if out is None else out
+    np.copyto(out, yt.T)
+    if b is not None: out += b
+    return out
+
 # %% ../nbs/04_matmul.ipynb #34260fc3
 def linear_forward(x, w, b=None, out=None, tile: int | None = None):
-    "y = x·wᵀ + b: x [N,in], w [out,in], b [out] or None -> y [N,out]; NumPy or device (bias fused into the GEMM)."
+    "y = x·wᵀ + b: x [N,in], w [out,in], b [out] or None -> y [N,out]; NumPy (2..FEW_ROWS float32 rows: `linear_few_rows_cpu`) or device (bias fused into the GEMM)."
     M, _, N = _gemm_dims(x, w, False, True, "linear_forward", ("x", "w"))
     if not check_args("linear_forward", x=x, w=w, b=(b, (N,), x.dtype.type), out=(out, (M, N), x.dtype.type), outs=("out",)):
+        if x.dtype == np.float32 and 1 < M <= FEW_ROWS: return linear_few_rows_cpu(x, w, b, out=out)   # decoding's few rows
         return linear_forward_ref(x, w, b, out=out)
     return _gemm(x, w, out, b, False, True, tile)
 

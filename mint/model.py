@@ -8,7 +8,8 @@ import math
 from types import SimpleNamespace
 import numpy as np
 from fastcore.basics import patch
-from .core import ModelConfig
+from numba import njit
+from .core import ModelConfig, on_device
 from .kernels import add, swap01, copy
 from .matmul import linear_forward, linear_backward
 from .embedding import embedding_forward, embedding_backward
@@ -23,9 +24,9 @@ from .precision import PRECISIONS, to_bf16, linear_bf16, linear_backward_bf16
 
 # %% auto #0
 __all__ = ['ATTENTION', 'INT32_MAX', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views', 'flops_per_token',
-           'init_params', 'workspace_shapes', 'workspace_bytes', 'check_int32', 'Workspace', 'KVCache', 'RowsKV',
-           'layer_forward', 'forward', 'loss_forward', 'layer_backward', 'backward', 'loss_and_grads', 'logits_of',
-           'attention_maps', 'plot_attention', 'attention_widget']
+           'init_params', 'workspace_shapes', 'workspace_bytes', 'check_int32', 'Workspace', 'KVCache',
+           'attention_rows_cpu', 'RowsKV', 'layer_forward', 'forward', 'loss_forward', 'layer_backward', 'backward',
+           'loss_and_grads', 'logits_of', 'attention_maps', 'plot_attention', 'attention_widget']
 
 # %% ../nbs/12_model.ipynb #f138c71f
 def param_specs(cfg: ModelConfig) -> list[tuple[str, tuple]]:
@@ -206,12 +207,13 @@ def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int, direct: bool
 
 # %% ../nbs/12_model.ipynb #c15ae1f5
 def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attention: str, precision: str = "fp32",
-           recompute: bool = False) -> SimpleNamespace:
+           recompute: bool = False, direct: bool = False) -> SimpleNamespace:
     "Named, shaped views (prefixes of the flat buffers) for a B × T batch."
     w = {k: bufs[k][:math.prod(s)].reshape(s) for k, (s, _) in workspace_shapes(cfg, B, T, training, attention, precision, recompute).items()}
     N, d, H, hd, F = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.d_ff
-    direct = attention == "flash-tc"          # the GEMMs' layouts straight into attention and SwiGLU: no swap01
-    v = SimpleNamespace(B=B, T=T, N=N, use_seg=False, flash=attention != "unfused", tc=direct, direct_gu=direct,
+    tc = attention == "flash-tc"
+    direct = direct or tc                     # the GEMMs' layouts straight into attention and SwiGLU: no swap01
+    v = SimpleNamespace(B=B, T=T, N=N, use_seg=False, flash=attention != "unfused", tc=tc, direct_gu=direct,
                         direct_qkv=direct and not cfg.qk_norm, ids=w["ids"], targets=w["targets"], loss_mask=w["loss_mask"],
                         pos=w["pos"], seg=w["seg"], x=[w[f"x.{l}"] for l in range(cfg.n_layers + 1)],
                         layers=[_layer_views(w, cfg, l, B, T, direct) for l in range(cfg.n_layers)],
@@ -238,14 +240,15 @@ def _host_upload(name: str, dst, src: np.ndarray) -> None:
     np.copyto(dst, src.reshape(dst.shape), casting="same_kind")
 
 class Workspace:
-    "Every activation and scratch buffer of one step for batches up to `batch_size × seq_len`, allocated once: NumPy `dtype` arrays, or device arrays through `alloc(n, dtype)` and `upload(name, dst, src)`; `attention` 'unfused' or 'flash'; `precision` 'fp32' or 'bf16' (bf16 GEMMs); `recompute`: keep only each block's input, recompute the block in the backward."
+    "Every activation and scratch buffer of one step for batches up to `batch_size × seq_len`, allocated once: NumPy `dtype` arrays, or device arrays through `alloc(n, dtype)` and `upload(name, dst, src)`; `attention` 'unfused' or 'flash'; `precision` 'fp32' or 'bf16' (bf16 GEMMs); `recompute`: keep only each block's input, recompute the block in the backward; `direct`: attention and SwiGLU read q, k, v and gate, up where the GEMMs wrote them (strided views, no swap01 copies; always with 'flash-tc')."
     def __init__(self, cfg: ModelConfig, batch_size: int, seq_len: int, dtype=np.float32, training: bool = True,
-                 alloc=None, upload=None, attention: str = "unfused", precision: str = "fp32", recompute: bool = False):
+                 alloc=None, upload=None, attention: str = "unfused", precision: str = "fp32", recompute: bool = False,
+                 direct: bool = False):
         if batch_size < 1 or seq_len < 1: raise ValueError(f"batch_size and seq_len must be >= 1, got {batch_size}, {seq_len}")
         if seq_len > cfg.max_seq_len: raise ValueError(f"--seq-len {seq_len} exceeds the model's max_seq_len {cfg.max_seq_len}")
         check_int32(cfg, batch_size, seq_len)
         self.cfg, self.batch_size, self.seq_len, self.training = cfg, batch_size, seq_len, training
-        self.dtype, self.attention, self.precision, self.recompute = np.dtype(dtype), attention, precision, recompute
+        self.dtype, self.attention, self.precision, self.recompute, self.direct = np.dtype(dtype), attention, precision, recompute, direct
         if precision == "bf16" and self.dtype != np.float32: raise ValueError(f"precision bf16 needs a float32 workspace, got {self.dtype}")
         alloc = alloc or (lambda n, dt: np.zeros(n, dt))
         self.upload = upload or _host_upload
@@ -262,7 +265,7 @@ class Workspace:
                              f"({self.batch_size}, {self.seq_len}): make the data use --batch-size <= {self.batch_size} "
                              f"and --seq-len <= {self.seq_len} (or allocate the workspace for the larger shape)")
         if (B, T) not in self._views: self._views[(B, T)] = _views(self.bufs, self.cfg, B, T, self.training, self.attention,
-                                                                  self.precision, self.recompute)
+                                                                  self.precision, self.recompute, self.direct)
         return self._views[(B, T)]
 
 # %% ../nbs/12_model.ipynb #ba650ba7
@@ -330,26 +333,71 @@ class KVCache:
         "Attention of this forward's queries `q` `[B, T, H, head_dim]` over `layer`'s cache into `out` (after `append`)."
         attention_cached(q, self.k[layer], self.v[layer], self.start(), out=out)
 
+# %% ../nbs/12_model.ipynb #945a7ff2
+@njit(cache=True)
+def attention_rows_cpu(q, kc, vc, rows, pos, scale, out):
+    "out[i, h] = softmax_j(scale·q[i, h]·kc[rows[i], j, h]) · vc[rows[i], j, h] over entries j <= pos[i]: q, out [N,H,hd]; kc, vc [R,S,H,hd] (float64 sums)."
+    N, H, hd = q.shape
+    s, acc = np.empty(kc.shape[1]), np.empty(hd)
+    for i in range(N):
+        r, n = rows[i], pos[i] + 1
+        for h in range(H):
+            j = 0
+            while j + 4 <= n:                    # four scores at a time: four independent sums in flight, each over d in order
+                a0 = a1 = a2 = a3 = 0.0
+                for d in range(hd):
+                    qd = q[i, h, d]
+                    a0 += qd * kc[r, j, h, d]; a1 += qd * kc[r, j + 1, h, d]
+                    a2 += qd * kc[r, j + 2, h, d]; a3 += qd * kc[r, j + 3, h, d]
+                s[j], s[j + 1], s[j + 2], s[j + 3] = a0 * scale, a1 * scale, a2 * scale, a3 * scale
+                j += 4
+            for j in range(j, n):
+                a = 0.0
+                for d in range(hd): a += q[i, h, d] * kc[r, j, h, d]
+                s[j] = a * scale
+            m = s[:n].max()
+            z = 0.0
+            acc[:] = 0.0
+            for j in range(n):
+                p = np.exp(s[j] - m)
+                z += p
+                for d in range(hd): acc[d] += p * vc[r, j, h, d]
+            for d in range(hd): out[i, h, d] = acc[d] / z
+
 # %% ../nbs/12_model.ipynb #67401b53
 class RowsKV:
-    """The cache of B sequences of different lengths decoded together: `k, v` `[n_layers, B, S, H, head_dim]` (views of a
-    larger cache, NumPy or device) and `lengths` `int[B]` (host: row b's filled entries; the owner advances it after the
-    forward). What `forward(..., kv=)` needs: `append` and `attend` row by row, each at its row's length."""
+    """The cache of a batch of sequences decoded together, the forward's rows being single tokens: `k, v`
+    `[n_layers, R, S, H, head_dim]` (R cache rows, NumPy or device), `rows`, `pos` `int[N]`: token i of the forward
+    (inputs `[N, 1]`) goes into row `rows[i]` at entry `pos[i]` and sees that row's entries `0…pos[i]`. The owner
+    advances its lengths after the forward. NumPy: one indexed write and one compiled loop per layer; device: a launch
+    per run of consecutive tokens of one row."""
     length_dev = None
-    def __init__(self, k, v, lengths):
-        self.k, self.v, self.lengths = k, v, lengths
-        self.length = 0                  # forward adds T here; the rows' own lengths are `lengths`
+    def __init__(self, k, v, rows, pos):
+        self.k, self.v = k, v
+        self.rows, self.pos = np.asarray(rows, np.int64), np.asarray(pos, np.int64)
+        self.length = 0                  # forward adds 1 here; the rows' lengths are the owner's
+        if len(self.rows) and not (0 <= self.rows.min() and self.rows.max() < self.k.shape[1]
+                                   and 0 <= self.pos.min() and self.pos.max() < self.capacity):
+            raise ValueError(f"RowsKV: rows must be in 0..{self.k.shape[1] - 1} and positions in 0..{self.capacity - 1}")
     @property
     def capacity(self) -> int: return self.k.shape[2]
+    def _runs(self):
+        "(i0, i1, row, start): tokens i0..i1-1 are one row's entries start, start+1, …"
+        starts = [0] + [i for i in range(1, len(self.rows)) if self.rows[i] != self.rows[i - 1] or self.pos[i] != self.pos[i - 1] + 1]
+        return [(a, b, int(self.rows[a]), int(self.pos[a])) for a, b in zip(starts, starts[1:] + [len(self.rows)])]
     def append(self, layer: int, k, v) -> None:
-        T = k.shape[1]
-        for b, s in enumerate(self.lengths.tolist()):
-            if s + T > self.capacity: raise ValueError(f"KV cache row {b} full: {s} + {T} entries > capacity {self.capacity}")
-            cache_write(k[b:b + 1], self.k[layer, b:b + 1], s)
-            cache_write(v[b:b + 1], self.v[layer, b:b + 1], s)
+        if not on_device(k):
+            self.k[layer][self.rows, self.pos], self.v[layer][self.rows, self.pos] = k[:, 0], v[:, 0]
+            return
+        for a, b, r, s in self._runs():
+            cache_write(k[a:b].reshape(1, b - a, *k.shape[2:]), self.k[layer, r:r + 1], s)
+            cache_write(v[a:b].reshape(1, b - a, *v.shape[2:]), self.v[layer, r:r + 1], s)
     def attend(self, layer: int, q, out) -> None:
-        for b, s in enumerate(self.lengths.tolist()):
-            attention_cached(q[b:b + 1], self.k[layer, b:b + 1], self.v[layer, b:b + 1], s, out=out[b:b + 1])
+        if not on_device(q):
+            return attention_rows_cpu(q[:, 0], self.k[layer], self.v[layer], self.rows, self.pos, 1 / math.sqrt(q.shape[3]), out[:, 0])
+        for a, b, r, s in self._runs():
+            attention_cached(q[a:b].reshape(1, b - a, *q.shape[2:]), self.k[layer, r:r + 1], self.v[layer, r:r + 1], s,
+                             out=out[a:b].reshape(1, b - a, *out.shape[2:]))
 
 # %% ../nbs/12_model.ipynb #f4cfce1b
 def _linear(x, x16, w, w16, b, out):
@@ -381,7 +429,7 @@ def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: i
     seg = v.seg if v.use_seg else None
     if kv is not None:                                                         # decoding: the cache is the past
         kv.append(layer, A.k, A.v)
-        kv.attend(layer, A.q, A.o4)                                              # over the cache (row by row for RowsKV)
+        kv.attend(layer, A.q, A.o4)                                              # over the cache (RowsKV: each token in its own row)
     elif v.flash:                                                              # o [B,T,H,hd], lse [B,H,T]
         (flash_tc_forward if v.tc else flash_attention_forward)(A.q, A.k, A.v, seg, out=A.o4, lse=A.lse)
     else:                                                                      # o [B,T,H,hd], probs [B,H,T,T]

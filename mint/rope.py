@@ -11,8 +11,8 @@ from numba import cuda, float32, float64, njit, prange
 from .kernels import check_args, grid1d
 
 # %% auto #0
-__all__ = ['rope_freqs', 'rope_forward_ref', 'rope_backward_ref', 'rope_cpu', 'rope_kernel', 'rope_freqs_device', 'rope_forward',
-           'rope_backward']
+__all__ = ['rope_freqs', 'rope_forward_ref', 'rope_backward_ref', 'rope_cpu', 'rope_table_cpu', 'rope_rows_cpu', 'rope_kernel',
+           'rope_freqs_device', 'rope_forward', 'rope_backward']
 
 # %% ../nbs/06_rope.ipynb #085e6184
 @functools.lru_cache(maxsize=None)
@@ -73,6 +73,38 @@ def rope_cpu(x, pos, inv_freq, out, sign):
                 out[n, h, p + half] = a * s + b * c
     return out
 
+# %% ../nbs/06_rope.ipynb #4385c948
+@njit(cache=True)
+def rope_table_cpu(inv_freq, n_pos):
+    "(cos, sin) float64 [n_pos, hd/2] of the angles p·inv_freq[i], p < n_pos, computed as `rope_cpu` computes them."
+    half = inv_freq.shape[0]
+    c, s = np.empty((n_pos, half)), np.empty((n_pos, half))
+    for p in range(n_pos):
+        for i in range(half):
+            theta = np.float64(p) * inv_freq[i]
+            c[p, i], s[p, i] = math.cos(theta), math.sin(theta)
+    return c, s
+
+@functools.lru_cache(maxsize=16)
+def _rope_table(head_dim: int, n_pos: int) -> tuple:
+    return rope_table_cpu(rope_freqs(head_dim), n_pos)
+
+# %% ../nbs/06_rope.ipynb #e0627c82
+@njit(cache=True, parallel=True)
+def rope_rows_cpu(x, pos, cos, sin, out, sign):
+    "`rope_cpu` with the angles' cos and sin looked up in tables [n_pos, hd/2] (0 <= pos < n_pos); out may be x. Returns out."
+    N, H, hd = x.shape
+    half = hd // 2
+    for n in prange(N):
+        q = pos[n]
+        for p in range(half):
+            c, s = cos[q, p], sign * sin[q, p]
+            for h in range(H):
+                a, b = np.float64(x[n, h, p]), np.float64(x[n, h, p + half])
+                out[n, h, p] = a * c - b * s
+                out[n, h, p + half] = a * s + b * c
+    return out
+
 # %% ../nbs/06_rope.ipynb #06306722
 @cuda.jit(cache=True)
 def rope_kernel(x, pos, inv_freq, out, sign):
@@ -105,7 +137,11 @@ def rope_freqs_device(head_dim: int):
 def _rope_launch(x, pos, out, sign: float):
     if not on_device(x) and x.dtype != np.float32: return _rope_rotate_ref(x, pos, sign, out)
     if not _check_rope("rope_forward" if sign > 0 else "rope_backward", x, pos, out):
-        return rope_cpu(x, pos, rope_freqs(x.shape[2]), np.empty_like(x) if out is None else out, float(sign))
+        out = np.empty_like(x) if out is None else out
+        top = int(pos.max()) + 1 if len(pos) else 0
+        if len(pos) and pos.min() >= 0 and top <= 1 << 16:           # angles from a table per position (a power of two of them)
+            return rope_rows_cpu(x, pos, *_rope_table(x.shape[2], max(64, 1 << (top - 1).bit_length())), out, float(sign))
+        return rope_cpu(x, pos, rope_freqs(x.shape[2]), out, float(sign))
     if out is None: out = cuda.device_array(x.shape, dtype=np.float32)
     d_pos = pos if on_device(pos) else cuda.to_device(pos)
     N, H, hd = x.shape

@@ -15,8 +15,8 @@ from .chat import reply_room
 from .tokenizer import TextStream, BPETokenizer
 
 # %% auto #0
-__all__ = ['MAX_N', 'MAX_SEED', 'LOCAL_NAMES', 'ANY_ADDRESS', 'MAX_BODY', 'CHAT_PAGE', 'PAGE_CSP', 'RequestError', 'Sampling',
-           'parse_sampling', 'chat_prompt', 'completion_prompt', 'Token', 'log_softmax', 'generate_text',
+__all__ = ['MAX_N', 'MAX_SEED', 'MAX_INT', 'LOCAL_NAMES', 'ANY_ADDRESS', 'MAX_BODY', 'CHAT_PAGE', 'PAGE_CSP', 'RequestError',
+           'Sampling', 'parse_sampling', 'chat_prompt', 'completion_prompt', 'Token', 'log_softmax', 'generate_text',
            'run_generation', 'Batcher', 'host_name', 'is_loopback', 'Guard', 'check_exposure', 'token_bytes',
            'create_app', 'listen', 'serve']
 
@@ -37,16 +37,15 @@ def _shown(v) -> str:
 
 # %% ../nbs/41_serve.ipynb #556a65d4
 def _number(body: dict, key: str, default, lo=None, hi=None, integer=False, lo_open=False):
-    "`body[key]` checked: a finite number (an integer if `integer`) in the range; `RequestError` naming `key` otherwise."
+    "`body[key]` checked: a finite number (an integer if `integer`) in the range; a `RequestError` naming `key` and the range otherwise."
     v = body.get(key, default)
     if v is None: return default
-    kind = "an integer" if integer else "a number"
-    if isinstance(v, bool) or not isinstance(v, (int, float)): raise RequestError(f"'{key}' must be {kind}, got {_shown(v)}", key)
-    if not math.isfinite(v): raise RequestError(f"'{key}' must be a finite number, got {_shown(v)}", key)
-    if integer and int(v) != v: raise RequestError(f"'{key}' must be {kind}, got {_shown(v)}", key)
-    if (lo is not None and (v <= lo if lo_open else v < lo)) or (hi is not None and v > hi):
-        rng = (f"in {'(' if lo_open else '['}{lo}, {hi}]" if hi is not None else f"{'>' if lo_open else '>='} {lo}")
-        raise RequestError(f"'{key}' must be {rng}, got {_shown(v)}", key)
+    where = (f" in {'(' if lo_open else '['}{lo}, {hi}]" if lo is not None and hi is not None else
+             f" {'>' if lo_open else '>='} {lo}" if lo is not None else f" <= {hi}" if hi is not None else "")
+    bad = RequestError(f"'{key}' must be {'an integer' if integer else 'a finite number'}{where}, got {_shown(v)}", key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)): raise bad
+    if isinstance(v, float) and not (math.isfinite(v) and (v.is_integer() or not integer)): raise bad   # NaN, ±inf, 1.5
+    if (lo is not None and (v <= lo if lo_open else v < lo)) or (hi is not None and v > hi): raise bad  # ints compared exactly
     return int(v) if integer else float(v)
 
 # %% ../nbs/41_serve.ipynb #dc775197
@@ -57,7 +56,7 @@ def _flag(body: dict, key: str, default: bool = False) -> bool:
     return v
 
 # %% ../nbs/41_serve.ipynb #e6b214ce
-MAX_N, MAX_SEED = 16, 2**63 - 1
+MAX_N, MAX_SEED, MAX_INT = 16, 2**63 - 1, 2**31 - 1
 
 # %% ../nbs/41_serve.ipynb #b82c60ce
 @dataclass
@@ -74,15 +73,32 @@ class Sampling:
     top_logprobs: int = 0           # ... and that many most likely alternatives
     include_usage: bool = False     # streaming: a last chunk with the token counts
 
+# %% ../nbs/41_serve.ipynb #2a783b3e
+def _not_applied(body: dict) -> None:
+    "The OpenAI fields Mint accepts only at their neutral value, checked like the others; a `RequestError` naming the field otherwise."
+    for k in ("presence_penalty", "frequency_penalty"):
+        if _number(body, k, 0.0, -2, 2) != 0:
+            raise RequestError(f"'{k}' must be 0: Mint samples without penalties (the API allows [-2, 2]), got {_shown(body[k])}", k)
+    bias = body.get("logit_bias")
+    if bias is not None:
+        if not isinstance(bias, dict): raise RequestError(f"'logit_bias' must be an object of token ids to numbers in [-100, 100], got {_shown(bias)}", "logit_bias")
+        for t, x in bias.items():
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not -100 <= x <= 100:      # NaN fails both comparisons
+                raise RequestError(f"'logit_bias' values must be numbers in [-100, 100], got {_shown(x)} for {t!r}", "logit_bias")
+        if bias: raise RequestError("'logit_bias' must be empty: Mint applies no token biases", "logit_bias")
+    if _number(body, "best_of", 1, 1, MAX_N, True) != 1: raise RequestError(f"'best_of' must be 1: Mint does not rank candidates (use 'n'), got {_shown(body['best_of'])}", "best_of")
+    if _flag(body, "echo"): raise RequestError("'echo' must be false: Mint does not repeat the prompt", "echo")
+    if body.get("user") is not None and not isinstance(body["user"], str): raise RequestError(f"'user' must be a string, got {_shown(body['user'])}", "user")
+
 # %% ../nbs/41_serve.ipynb #70c77621
 def parse_sampling(body: dict, chat: bool = True) -> Sampling:
     "The sampling fields of an OpenAI request body (`chat`: /v1/chat/completions, else /v1/completions); `RequestError` naming the first bad one."
-    s = Sampling(temperature=_number(body, "temperature", 0.7, 0, 2), top_k=_number(body, "top_k", 50, 0, None, True),
+    s = Sampling(temperature=_number(body, "temperature", 0.7, 0, 2), top_k=_number(body, "top_k", 50, 0, MAX_INT, True),
                  top_p=_number(body, "top_p", 0.9, 0, 1, lo_open=True),
-                 max_tokens=_number(body, "max_tokens", None, 1, None, True), seed=_number(body, "seed", None, 0, MAX_SEED, True),
+                 max_tokens=_number(body, "max_tokens", None, 1, MAX_INT, True), seed=_number(body, "seed", None, 0, MAX_SEED, True),
                  n=_number(body, "n", 1, 1, MAX_N, True))
     if body.get("max_completion_tokens") is not None:
-        s.max_tokens = _number(body, "max_completion_tokens", None, 1, None, True)
+        s.max_tokens = _number(body, "max_completion_tokens", None, 1, MAX_INT, True)
     stop = body.get("stop")
     if stop is not None:
         stop = [stop] if isinstance(stop, str) else stop
@@ -102,9 +118,10 @@ def parse_sampling(body: dict, chat: bool = True) -> Sampling:
             raise RequestError("'top_logprobs' needs 'logprobs': true", "top_logprobs")
     elif body.get("logprobs") is not None:
         s.logprobs, s.top_logprobs = True, _number(body, "logprobs", 0, 0, 5, True)
-    for k in ("echo", "suffix", "tools", "functions", "response_format", "best_of"):
-        if body.get(k) not in (None, False, 0, 1 if k == "best_of" else 0, [], {"type": "text"}):
+    for k in ("suffix", "tools", "functions", "response_format"):
+        if body.get(k) not in (None, [], {"type": "text"}):
             raise RequestError(f"'{k}' is not supported by Mint", k)
+    _not_applied(body)
     return s
 
 # %% ../nbs/41_serve.ipynb #32cabfe0
@@ -232,12 +249,20 @@ def run_generation(params, cfg, tok, prompt_ids, s: Sampling, rng=None, batcher=
 
 # %% ../nbs/41_serve.ipynb #a3eec248
 class _Request:
-    "One request in the batch: prompt, length cap, sampling settings and generator; its tokens go to `out` as `(token, logits)`, then None."
-    def __init__(self, prompt_ids, cap: int, s: Sampling, rng):
+    """One request in the batch: prompt, length cap, sampling settings and generator; its tokens go to `out` as `(token, logits)`
+    (`logits` None unless it asked for logprobs), then None. A reader that may stop early (a stop string to watch for, or a
+    `cancel` event: streaming) gets every token as it is made; any other gets its tokens in one list when it ends, so its
+    thread is not woken at every step."""
+    def __init__(self, prompt_ids, cap: int, s: Sampling, rng, cancel=None):
         self.prompt, self.cap, self.s, self.rng = list(prompt_ids), int(cap), s, rng
         self.out, self.cancelled, self.n, self.seq, self.logits = queue.SimpleQueue(), False, 0, None, None
-        self.cancel = None                   # a threading.Event its reader may set from any thread
+        self.cancel = cancel                 # a threading.Event its reader may set from any thread
+        self.eager, self.held = cancel is not None or bool(s.stop), []
     def gone(self) -> bool: return self.cancelled or (self.cancel is not None and self.cancel.is_set())
+    def send(self, t: int):
+        item = (t, self.logits if self.s.logprobs else None)
+        if self.eager: self.out.put(item)
+        else: self.held.append(item)
 
 # %% ../nbs/41_serve.ipynb #6f2d59ff
 class Batcher:
@@ -250,8 +275,7 @@ class Batcher:
         return {"busy": len(self.dec.rows), "waiting": len(self.waiting), "total": self.dec.slots, "steps": self.steps}
     def tokens(self, prompt_ids, cap: int, s: Sampling, rng, cancel=None):
         "Yield `(token, logits)` of one request as the batch makes them; closing the iterator early, or setting the `threading.Event` `cancel`, cancels it (its slot is freed at the next step)."
-        r = _Request(prompt_ids, cap, s, rng)
-        r.cancel = cancel
+        r = _Request(prompt_ids, cap, s, rng, cancel)
         with self.cv:
             self.waiting.append(r)
             if self.thread is None:
@@ -260,13 +284,15 @@ class Batcher:
         try:
             while (item := r.out.get()) is not None:
                 if isinstance(item, BaseException): raise RuntimeError(f"decoding failed: {item!r}") from item
-                yield item
+                if isinstance(item, list): yield from item            # the tokens held for a reader that waits for all
+                else: yield item
         finally:
             r.cancelled = True
             with self.cv: self.cv.notify()
     def _end(self, r: _Request, why=None):
         if r.seq is not None: self.dec.remove(r.seq); r.seq = None
         if r in self.running: self.running.remove(r)
+        if r.held: r.out.put(r.held); r.held = []
         r.out.put(why)
     def _loop(self):
         while True:
@@ -277,22 +303,24 @@ class Batcher:
             try:
                 for r in new:
                     if r.gone(): r.out.put(None); continue
-                    try: r.seq, r.logits = self.dec.add(r.prompt)
+                    try: r.seq = self.dec.add(r.prompt)            # its prompt is read by the next steps, beside the others' tokens
                     except Exception as e: r.out.put(e); continue      # this request's prompt: the others go on
                     self.running.append(r)
                 feeds = {}
                 for r in list(self.running):
-                    t = None if r.gone() or r.n >= r.cap else pick_next(r.logits, r.s.temperature, r.s.top_k, r.s.top_p, r.rng)
+                    if r.gone(): self._end(r); continue
+                    if r.logits is None: continue                  # its prompt is still being read
+                    t = None if r.n >= r.cap else pick_next(r.logits, r.s.temperature, r.s.top_k, r.s.top_p, r.rng)
                     if t is None: self._end(r); continue
                     r.n += 1
-                    r.out.put((t, r.logits))
+                    r.send(t)
                     if r.n >= r.cap or self.dec.room(r.seq) == 0: self._end(r)
                     else: feeds[r.seq] = t
-                if feeds:
+                if feeds or self.dec.prefilling:
                     batch = list(self.running)
                     out = self.dec.step(feeds)
                     self.steps += 1
-                    for r in self.running: r.logits = out[r.seq]
+                    for r in self.running: r.logits = out.get(r.seq, r.logits)
             except Exception as e:                   # a bug of ours: fail this step's requests, keep serving the rest
                 logging.getLogger("mint.serve").exception("batched decoding failed")
                 for r in {id(r): r for r in batch + self.running}.values(): self._end(r, e)

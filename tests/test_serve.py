@@ -1,7 +1,7 @@
 """The OpenAI-compatible server, tested from outside: the official `openai` client against a real uvicorn server on a
 free loopback port (models, chat and completions streaming and not, usage in the stream, n, logprobs, stop, a multi-turn
 conversation, bad requests, concurrent clients), `mint serve` itself as a subprocess with raw HTTP (foreign Host and
-Origin, text/plain, NaN/Infinity/seed -1, a client that disconnects mid-body, CORS, the API key, a busy port), and the
+Origin, text/plain, NaN/Infinity/seed -1, every numeric field's NaN/inf/range/type refusals, a client that disconnects mid-body, CORS, the API key, a busy port), and the
 chat page in headless Chromium driven through the DevTools protocol (skipped when /usr/bin/chromium is missing)."""
 import base64, importlib.util, json, math, os, shutil, socket, subprocess, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
@@ -429,6 +429,57 @@ def test_nan_infinity_and_bad_seed_are_400s_naming_the_field(mint_server):
                          ('{"model": "tiny", "prompt": "x", "stream": NaN}', 400), (" " * (4 * 2**20 + 1), 413)):
         r = post(base, "/v1/completions", body)
         assert r.status_code == status and "error" in r.json(), (body[:20], r.status_code, r.text)
+
+
+# Every numeric (and boolean) request field, with what its 400 must say: (field, raw JSON values, the allowed range in the message, endpoints)
+BOTH, CHAT, COMPLETIONS = ("/v1/completions", "/v1/chat/completions"), ("/v1/chat/completions",), ("/v1/completions",)
+HOSTILE = [
+    ("temperature", ["NaN", "Infinity", "-Infinity", "-0.1", "2.5", '"0.5"', "true", "[1]", "1e999", "1" + "0" * 40, "1" + "0" * 400], "[0, 2]", BOTH),
+    ("top_p", ["NaN", "0", "-1", "1.5", '"x"', "false", "1e999"], "(0, 1]", BOTH),
+    ("top_k", ["NaN", "-1", "2.5", "1e999", "1" + "0" * 40, "1" + "0" * 400, "true", '"50"'], "[0, 2147483647]", BOTH),
+    ("max_tokens", ["NaN", "0", "-5", "1.5", '"10"', "1e30", "1" + "0" * 40, "{}"], "[1, 2147483647]", BOTH),
+    ("max_completion_tokens", ["NaN", "0", "Infinity", "2.5"], "[1, 2147483647]", BOTH),
+    ("seed", ["NaN", "-1", "1.5", str(2**63), '"1"', "true", "-Infinity"], "[0, 9223372036854775807]", BOTH),
+    ("n", ["NaN", "0", "17", "1.5", "true", '"2"'], "[1, 16]", BOTH),
+    ("presence_penalty", ["NaN", "Infinity", "-Infinity", "3", "-2.5", '"0"', "true", "0.5"], "[-2, 2]", BOTH),
+    ("frequency_penalty", ["NaN", "Infinity", "2.01", '"0"', "[]", "-1"], "[-2, 2]", BOTH),
+    ("logit_bias", ['{"5": NaN}', '{"5": Infinity}', '{"5": 101}', '{"5": "1"}', "[]", "1"], "[-100, 100]", BOTH),
+    ("best_of", ["NaN", "0", "17", "1.5", '"1"'], "[1, 16]", BOTH),
+    ("top_logprobs", ["NaN", "-1", "21", "2.5", '"3"'], "[0, 20]", CHAT),        # with "logprobs": true
+    ("logprobs", ["NaN", "6", "-1", "true", "2.5"], "[0, 5]", COMPLETIONS),
+    ("logprobs", ["NaN", "1", '"yes"'], "true or false", CHAT),
+    ("stream", ["NaN", "1", '"yes"'], "true or false", BOTH),
+    ("echo", ["NaN", "1", '"no"'], "true or false", COMPLETIONS),
+    ("user", ["NaN", "5", "[]"], "a string", BOTH),
+]
+
+
+def test_every_numeric_field_refuses_nan_inf_range_and_type(mint_server):
+    "Each numeric or boolean field, by raw HTTP: NaN, ±Infinity, out of range, a string, a bool where a number goes... a 400 naming the field and the allowed range; the neutral values of the fields Mint does not apply are accepted."
+    base, n_checked = mint_server.base, 0
+    rest = {"/v1/completions": '"prompt": "中国"', "/v1/chat/completions": '"messages": [{"role": "user", "content": "你好"}]'}
+    for field, values, allowed, paths in HOSTILE:
+        for raw in values:
+            for path in paths:
+                extra = ', "logprobs": true' if field == "top_logprobs" else ""
+                r = post(base, path, '{"model": "tiny", "max_tokens": 2, %s%s, "%s": %s}' % (rest[path], extra, field, raw))
+                assert r.status_code == 400 and r.headers["content-type"] == "application/json", (field, raw, path, r.status_code, r.text)
+                e = r.json()["error"]
+                assert e["param"] == field and e["type"] == "invalid_request_error", (field, raw, e)
+                assert f"'{field}'" in e["message"] and (allowed in e["message"] or field in ("logit_bias", "presence_penalty", "frequency_penalty", "best_of")
+                                                         and "must be" in e["message"]), (field, raw, e["message"])
+                n_checked += 1
+    assert n_checked > 150, n_checked
+    neutral = {"presence_penalty": 0, "frequency_penalty": 0.0, "logit_bias": {}, "best_of": 1, "user": "ann", "seed": 2**63 - 1,
+               "top_k": 0, "top_p": 1, "temperature": 2, "max_tokens": 2**31 - 1}
+    for path in BOTH:
+        body = {"model": "tiny", **neutral, **({"prompt": "中国", "echo": False} if path == COMPLETIONS[0] else {"messages": [{"role": "user", "content": "你好"}]})}
+        r = post(base, path, body)
+        assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] >= 1, (path, r.text)
+    for field, raw, says in (("presence_penalty", "0.5", "without penalties"), ("logit_bias", '{"5": 1}', "must be empty"),
+                             ("best_of", "2", "must be 1"), ("echo", "true", "must be false")):
+        r = post(base, "/v1/completions", '{"model": "tiny", "prompt": "中国", "%s": %s}' % (field, raw))
+        assert r.status_code == 400 and says in r.json()["error"]["message"], (field, r.text)     # refused, not silently ignored
 
 
 def test_disconnect_mid_body_is_not_a_traceback(mint_server):
