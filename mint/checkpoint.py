@@ -21,8 +21,8 @@ __all__ = ['fault_hook', 'CHUNK', 'FORMAT', 'LEGACY_FORMAT', 'STATE_NAME', 'LOCK
            'clean_temp_files', 'content_checksum', 'write_unit', 'read_info', 'read_unit', 'Checkpoint',
            'config_and_vocab', 'save_checkpoint', 'resolve_checkpoint', 'load_checkpoint', 'checkpoint_meta',
            'walk_files', 'list_checkpoints', 'runs_dir', 'RunLockedError', 'describe_holder', 'lock_holder', 'RunLock',
-           'OutputError', 'run_files', 'export_marker', 'check_output', 'replace_folder', 'checkpoint_bytes',
-           'check_disk_space', 'TrainState', 'save_train_state', 'load_train_state']
+           'OutputError', 'run_files', 'export_marker', 'check_output', 'temp_folder_beside', 'replace_folder',
+           'checkpoint_bytes', 'check_disk_space', 'TrainState', 'save_train_state', 'load_train_state']
 
 # %% ../nbs/35_checkpoint.ipynb #c3fb7132
 class CheckpointError(ValueError):
@@ -340,6 +340,15 @@ def _read_holder(path: Path) -> dict:
     try: return json.loads(path.read_text(encoding="utf-8") or "{}")
     except (OSError, ValueError): return {}
 
+def _foreign_lock(path: Path) -> bool:
+    "True when `path` holds something other than a Mint lock record (a user's own file named mint.lock): never truncated or removed."
+    try: raw = path.read_bytes()
+    except OSError: return False
+    if not raw.strip(): return False                   # empty: a run died between creating it and writing its holder
+    try: h = json.loads(raw)
+    except ValueError: return True
+    return not (isinstance(h, dict) and "pid" in h)
+
 # %% ../nbs/35_checkpoint.ipynb #2a93beea
 def describe_holder(h: dict) -> str:
     "One line naming a lock's holder: pid, host, start time, command."
@@ -362,7 +371,7 @@ def lock_holder(folder) -> dict | None:
 
 # %% ../nbs/35_checkpoint.ipynb #86f46b67
 class RunLock:
-    "Hold run folder `folder` for this process (re-entrant): creates it, takes FOLDER/mint.lock or raises `RunLockedError` naming the holder, notes a lock left by a dead run, removes temp files of interrupted saves."
+    "Hold run folder `folder` for this process (re-entrant): creates it, takes FOLDER/mint.lock or raises `RunLockedError` naming the holder, notes a lock left by a dead run, removes temp files of interrupted saves; refuses a foreign file named mint.lock; removes the folder on exit if it made it and it is still empty."
     _held: dict = {}                                       # resolved folder -> [fd, depth]
     def __init__(self, folder, log=None):
         self.folder = Path(folder)
@@ -371,6 +380,10 @@ class RunLock:
         key = str(self.folder.resolve())
         if key in RunLock._held: RunLock._held[key][1] += 1; return self
         path, fd = self.folder / LOCK_NAME, None
+        if _foreign_lock(path):
+            raise ValueError(f"{path} exists and is not a Mint lock (Mint writes a JSON record of the run holding it there): "
+                             f"move that file away, or choose another --out")
+        self.created = not self.folder.exists()            # made here: removed again on exit if nothing was written into it
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             while fd is None:
@@ -412,6 +425,9 @@ class RunLock:
             try: (self.folder / LOCK_NAME).unlink()        # while still holding it: the next run makes a fresh file
             except OSError: pass
             os.close(fd_depth[0])
+            if getattr(self, "created", False):
+                try: self.folder.rmdir()                   # only if empty: a run that failed before writing anything
+                except OSError: pass
         return False
 
 # %% ../nbs/35_checkpoint.ipynb #5811a30b
@@ -517,6 +533,16 @@ def check_output(out, kind: str, overwrite: bool = False, source=None) -> Path:
                                     f"did not write: --overwrite would lose it; move it out or choose another output")
     if not overwrite: raise OutputError(f"{out} already holds an earlier export: choose another output, or pass --overwrite")
     return out
+
+# %% ../nbs/35_checkpoint.ipynb #d9c3b6f9
+def temp_folder_beside(out) -> Path:
+    "A new hidden folder next to `out` (same file system: it can be renamed onto `out`) with the permissions `mkdir` gives; `tempfile.mkdtemp` makes 0700, which other users and containers cannot open."
+    out = Path(out)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    umask = os.umask(0); os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)
+    return tmp
+
 
 # %% ../nbs/35_checkpoint.ipynb #e7bb650b
 def replace_folder(tmp, out) -> Path:

@@ -12,7 +12,7 @@ import numpy as np
 __all__ = ['PRESETS', 'ARCHS', 'PEAK_TFLOPS', 'ModelConfig', 'preset', 'seed_everything', 'simulator_enabled', 'gpu_available',
            'cuda_driver_found', 'no_gpu_reason', 'get_device', 'on_device', 'gpu_info', 'peak_tflops', 'mfu',
            'use_simulator_without_gpu', 'gpu_cell_skipped', 'skip_gpu_cells_without_gpu', 'numerical_grad', 'rel_error',
-           'cdiv', 'cjk_fonts', 'token_label', 'figure_png', 'show_figures_in_ipython', 'widget_panel',
+           'cdiv', 'read_json', 'cjk_fonts', 'token_label', 'figure_png', 'show_figures_in_ipython', 'widget_panel',
            'nbdev_test_summary', 'kernel_cache_dir']
 
 # %% ../nbs/00_core.ipynb #7d86c30c
@@ -244,6 +244,20 @@ def rel_error(a, b) -> float:
 def cdiv(a: int, b: int) -> int:
     "Ceiling division: the number of blocks of size `b` that cover `a` items."
     return (a + b - 1) // b
+
+# %% ../nbs/00_core.ipynb #5eda664a
+def read_json(path):
+    "The JSON value in file `path`; a ValueError naming the file when it is not UTF-8 text or not JSON (the parsers name only a position)."
+    from pathlib import Path
+    path = Path(path)
+    raw = path.read_bytes()
+    try: text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not UTF-8 text (byte {e.start}): damaged, or not a file mint wrote") from None
+    try: return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not valid JSON ({e.msg}, line {e.lineno} column {e.colno}): damaged, or not a file mint wrote") from None
+
 
 # %% ../nbs/00_core.ipynb #8cc690a9
 import functools, re

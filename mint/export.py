@@ -13,7 +13,7 @@ from .model import views, logits_of
 from .rope import rope_freqs
 from .tokenizer import hf_tokenizer, hf_tokenizer_config, gguf_tokenizer, tokenizer_kind
 from .generate import NEVER_SAMPLED
-from .checkpoint import atomic_write, check_output, replace_folder, SaveError, EXPORT_MARKER
+from .checkpoint import atomic_write, check_output, replace_folder, temp_folder_beside, SaveError, EXPORT_MARKER
 
 # %% auto #0
 __all__ = ['HF_CLASSES', 'ROPE_THETA', 'GGUF_DTYPES', 'hf_arch', 'interleave_rows', 'hf_config', 'hf_tensors',
@@ -121,7 +121,7 @@ def export_hf(params: np.ndarray, cfg: ModelConfig, tok, out_dir, arch: str = "a
         warnings.warn(warn, stacklevel=2)
     tensors = hf_tensors(params, cfg, a, drop_lm_head_bias=True)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp = temp_folder_beside(out)                             # 0755 under umask 022, as mkdir would make it
     try:
         _write_file(tmp / "model.safetensors", st_save(tensors, metadata={"format": "pt"}))
         tc = hf_tokenizer_config(tok, cfg.max_seq_len)

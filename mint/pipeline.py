@@ -9,7 +9,7 @@ import lzma, math, os, time, sys, json, shutil, hashlib, tempfile, dataclasses, 
 from dataclasses import asdict
 from pathlib import Path
 import numpy as np
-from .core import preset, get_device, ARCHS
+from .core import preset, get_device, ARCHS, read_json
 from .vocab import Vocab
 from .data import unigram_entropy
 from .tokenizer import build_tokenizer, encode_corpus, tokenizer_kind, TOKENIZER_KINDS
@@ -17,7 +17,7 @@ from .model import init_params, n_params
 from .train import TrainConfig, train, check_memory, CpuEngine
 
 # %% auto #0
-__all__ = ['RESUMABLE_CHANGES', 'REPLACED_FILES', 'text_size', 'units', 'lzma_bits_per_byte', 'floors', 'bits_summary',
+__all__ = ['REPLACED_FILES', 'RESUMABLE_CHANGES', 'text_size', 'units', 'lzma_bits_per_byte', 'floors', 'bits_summary',
            'format_bits', 'load_samples', 'default_run_dir', 'check_out_dir', 'data_fingerprint', 'safe_exp',
            'train_corpus', 'resume_corpus', 'write_run_report', 'format_report', 'set_aside', 'settle_aside',
            'check_tokenizer_options', 'Run', 'fit']
@@ -103,9 +103,13 @@ def default_run_dir(data: str) -> Path:
     from mint.checkpoint import runs_dir
     return runs_dir() / ("peoples_daily" if data in ("peoples_daily", "people", "pd") else Path(str(data)).stem)
 
+# %% ../nbs/37_pipeline.ipynb #0531d7d8
+REPLACED_FILES = ("best.safetensors", "train_state.safetensors", "history.json", "summary.json", "report.html")   # what a run writes besides its lock
+
+
 # %% ../nbs/37_pipeline.ipynb #d7a7d20c
 def check_out_dir(out_dir, overwrite: bool = False):
-    "Refuse to train into a folder that lies inside a run or holds runs (`mint.checkpoint.check_output`), or that holds a checkpoint or a training state (a new run would replace them) unless `overwrite`."
+    "Refuse to train into a folder that lies inside a run or holds runs (`mint.checkpoint.check_output`), or that holds any file a run writes (a checkpoint, a training state, a history, a summary, a report: a new run would replace them) unless `overwrite`."
     from mint.checkpoint import checkpoint_meta, check_output, STATE_NAME
     check_output(out_dir, "run")
     ck, st = Path(out_dir) / "best.safetensors", Path(out_dir) / STATE_NAME
@@ -117,6 +121,9 @@ def check_out_dir(out_dir, overwrite: bool = False):
                          f"a new run would replace it — {resume}choose another --out, or pass --overwrite")
     if st.exists():
         raise ValueError(f"{st} holds an unfinished run: a new run would replace it — {resume}choose another --out, or pass --overwrite")
+    held = [n for n in REPLACED_FILES if (Path(out_dir) / n).exists()]     # a run's other files, or a user's of those names
+    if held:
+        raise ValueError(f"{out_dir} already holds {', '.join(held)}: a new run would replace them — choose another --out, or pass --overwrite")
 
 # %% ../nbs/37_pipeline.ipynb #937144ec
 def data_fingerprint(samples) -> str:
@@ -191,6 +198,8 @@ def resume_corpus(run, device: str = "auto", progress: bool = True, log=print, c
     t_start = time.perf_counter()
     dev = get_device(device)
     out_dir = Path(run).parent if Path(run).name == STATE_NAME else Path(run)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"--resume {run}: a file, not a run folder: give the folder of the run (e.g. runs/NAME), or its {STATE_NAME}")
     env = dist.rank_env()
     ranks = env.world_size if env is not None else ranks
     if env is None and ranks > 1:                         # start the ranks; each one runs this function (rank 0 locks)
@@ -388,9 +397,6 @@ def format_report(rep: dict) -> str:
     s += [f"problem: {p}" for p in rep.get("problems", [])]
     return "\n".join(s)
 
-# %% ../nbs/37_pipeline.ipynb #0531d7d8
-REPLACED_FILES = ("best.safetensors", "train_state.safetensors", "history.json", "summary.json", "report.html")
-
 # %% ../nbs/37_pipeline.ipynb #2addf1c7
 def set_aside(out_dir, log=print) -> Path | None:
     "Move an earlier run's files in `out_dir` (`REPLACED_FILES`) into a hidden folder `out_dir/.replaced-*/` (renames: nothing is copied); None when there are none."
@@ -448,8 +454,8 @@ class Run:
         "Read a run folder written by `mint train` / `fit` (best checkpoint, `history.json`, `summary.json`)."
         d = Path(run_dir)
         ck = load_checkpoint(d / "best.safetensors")
-        hist = json.loads((d / "history.json").read_text(encoding="utf-8"))
-        summ = json.loads((d / "summary.json").read_text(encoding="utf-8")) if (d / "summary.json").exists() else {}
+        hist = read_json(d / "history.json")
+        summ = read_json(d / "summary.json") if (d / "summary.json").exists() else {}
         return cls(d, hist, ck.config, ck.vocab, ck.params, ck.meta, summ)
 
     @property

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 import numpy as np
-from .core import ModelConfig, gpu_info, mfu
+from .core import ModelConfig, gpu_info, mfu, read_json
 from .vocab import Vocab
 from .model import param_specs, n_params, flops_per_token
 from .gemm import BF16_PROVIDERS, get_gemm_provider
@@ -179,7 +179,7 @@ def sample_texts(params, cfg: ModelConfig, vocab: Vocab, kind: str = "lm", promp
 def run_history(d: Path) -> dict:
     "A run folder's history: `history.json`, or — when a signal or a crash lost it — the copy inside its training state (as of the state's last save)."
     from mint.checkpoint import STATE_NAME, load_train_state
-    if (d / "history.json").exists(): return json.loads((d / "history.json").read_text(encoding="utf-8"))
+    if (d / "history.json").exists(): return read_json(d / "history.json")
     if (d / STATE_NAME).exists(): return load_train_state(d).history
     raise FileNotFoundError(f"{d}: no history.json and no training state here, so this is not a finished mint run folder "
                             f"(mint train writes them; mint list shows the runs)")
@@ -279,7 +279,7 @@ def write_report(run_dir, summary: dict | None = None, prompts=None) -> Path:
             summary["mfu"] = run_mfu(summary.get("tokens_per_s", 0.0), cfg, T, summary["gpu"], summary["mfu_unit"])
         atomic_write(d / "summary.json", lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=1, ensure_ascii=False)))
     elif (d / "summary.json").exists():
-        summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+        summary = read_json(d / "summary.json")
     summary = summary or {}
     cfg, meta, samples = None, {}, []
     if (d / "best.safetensors").exists():

@@ -22,9 +22,11 @@ class CorpusNotFound(FileNotFoundError):
     "No data file for a task; the message lists every place looked and where to put the files."
 
 def check_file(path) -> Path:
-    "`path` as a `Path` if it is a non-empty file; `CorpusNotFound` if missing, `CorpusError` if empty."
+    "`path` as a `Path` if it is a non-empty file; `CorpusNotFound` if missing, `CorpusError` if empty or not a regular file."
     path = Path(path)
-    if not path.is_file(): raise CorpusNotFound(f"{path.resolve()}: no such file")
+    if not path.exists(): raise CorpusNotFound(f"{path.resolve()}: no such file")
+    if not path.is_file():                         # a device (/dev/null), a pipe, a socket: nothing to read twice
+        raise CorpusError(f"{path}: not a regular file (a folder, device, pipe or socket): save the text to a file and pass that")
     if path.stat().st_size == 0: raise CorpusError(f"{path}: file is empty (0 bytes)")
     return path
 
