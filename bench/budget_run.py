@@ -8,7 +8,7 @@ budget; the headline is the best validation bits per UTF-8 byte.
 Mint runs `mint.pipeline.train_corpus(..., budget=...)` (what `mint train --budget` runs). The peer is
 bench/torch_model.py's `MintTorch` (same initial weights by name, Adam β 0.9/0.999, clip 50, `mint.optim.lr_at`),
 timed the same way (`mint.budget.fit_budget`-style: a throwaway copy for a few steps, then `mint.budget.plan_steps`),
-and re-planned the same way, once, from its own pace at 10% of the budget or the warmup's end (`mint.budget.replan_steps`,
+and re-planned the same way, once, from its own pace at the warmup's end or a fifth of the budget (`mint.budget.replan_steps`,
 the warmup kept). Both
 bits/byte come from `mint.pipeline.bits_summary` on the same validation text. Appends a record to
 bench/results/budget_run.jsonl and prints a table.
@@ -78,7 +78,7 @@ def torch_run(a, budget_s: float) -> dict:
             tv = time.perf_counter(); best = min(best, evaluate(model, val, a.device, eval_batches)); val_t += time.perf_counter() - tv
         now = time.perf_counter()
         if s == 5: mark = (s, now - val_t)
-        if replan is None and mark and s - mark[0] >= 10 and (now - t0 >= 0.1 * budget_s or s >= warm):
+        if replan is None and mark and s - mark[0] >= 10 and (now - t0 >= 0.2 * budget_s or s >= warm):
             pace = (now - val_t - mark[1]) / (s - mark[0])
             S = max(replan_steps(s, budget_s - (now - t0), pace, val_batch_s, every, eval_batches, len(val)), s)
             replan = dict(step=s, at_s=now - t0, step_s=pace, steps=S)

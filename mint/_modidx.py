@@ -28,6 +28,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                              'mint.budget.Replan.__init__': ('budget.html#replan.__init__', 'mint/budget.py'),
                              'mint.budget.Replan.check': ('budget.html#replan.check', 'mint/budget.py'),
                              'mint.budget.Replan.finish': ('budget.html#replan.finish', 'mint/budget.py'),
+                             'mint.budget.Replan.keep_limit': ('budget.html#replan.keep_limit', 'mint/budget.py'),
+                             'mint.budget.Replan.limit': ('budget.html#replan.limit', 'mint/budget.py'),
                              'mint.budget.Replan.replan_line': ('budget.html#replan.replan_line', 'mint/budget.py'),
                              'mint.budget._now': ('budget.html#_now', 'mint/budget.py'),
                              'mint.budget.fit_budget': ('budget.html#fit_budget', 'mint/budget.py'),

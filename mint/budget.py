@@ -119,25 +119,35 @@ def replan_steps(step: int, left_s: float, step_s: float, val_batch_s: float, ev
 
 # %% ../nbs/46_budget.ipynb #e6b2d8f4
 class Replan:
-    "A `--budget` run's one re-plan, asked by `run_training` after each step: when `at` of the budget is used (or the warmup ends) and `skip` + `min_steps` steps have run, it returns the TrainConfig with the steps that fit at the run's own pace (`replan_steps`) and the time limit that leaves room for the last validations; None otherwise. It writes what it measured, decided and used into the `BudgetPlan`."
-    def __init__(self, plan: BudgetPlan, t_start: float, at: float = 0.1, skip: int = 5, min_steps: int = 10, margin: float = 0.95):
+    "A `--budget` run's one re-plan, asked by `run_training` after each step: when the warmup ends (or `at` of the budget is used, if sooner) and `skip` + `min_steps` steps have run, it returns the TrainConfig with the steps that fit at the run's own pace (`replan_steps`) and the time limit that leaves room for the last validations; after it, the time limit again whenever a validation measured their cost anew; None otherwise. It writes what it measured, decided and used into the `BudgetPlan`."
+    def __init__(self, plan: BudgetPlan, t_start: float, at: float = 0.2, skip: int = 5, min_steps: int = 10, margin: float = 0.95):
         self.plan, self.t_start, self.at, self.skip, self.min_steps, self.margin = plan, t_start, at, skip, min_steps, margin
         self.seen, self.mark, self.fired, self.last = 0, None, None, None    # (step, train seconds): validations left out
+        self.val_at = (0.0, 0)                                                # (seconds, batches) of validation the limit was set at
     def check(self, step: int, now: float, t0: float, val_s: float, val_batches: int, tcfg):
         p, self.seen, self.last = self.plan, self.seen + 1, (step, now - val_s)
         if self.seen == self.skip: self.mark = self.last
-        if self.fired or self.mark is None or step - self.mark[0] < self.min_steps: return None
+        if self.fired: return self.keep_limit(now, t0, val_s, val_batches, tcfg)
+        if self.mark is None or step - self.mark[0] < self.min_steps: return None
         if now - self.t_start < self.at * p.budget_s and step < tcfg.warmup_steps: return None
         self.fired = self.last
         step_s = (self.last[1] - self.mark[1]) / (step - self.mark[0])
-        vb = val_s / val_batches if val_batches else p.val_batch_s
+        vb, self.val_at = val_s / val_batches if val_batches else p.val_batch_s, (val_s, val_batches)
         S = max(replan_steps(step, p.budget_s - (now - self.t_start), step_s, vb, tcfg.eval_every, p.eval_batches, p.final_batches,
                              self.margin), step)
         lr = lambda total: lr_at(step, total, tcfg.base_lr, tcfg.warmup_steps)
         p.replan_step, p.replan_at_s, p.replan_step_s, p.replan_val_batch_s = step, now - self.t_start, step_s, vb
         p.replanned_steps, p.lr_jump = S, abs(lr(S) - lr(tcfg.steps)) / tcfg.base_lr
-        limit = self.t_start + p.budget_s - p.final_batches * vb - step_s - t0   # room for the step that crosses it (the loop's clock starts at t0)
-        return dataclasses.replace(tcfg, steps=S, time_limit=max(limit, 1e-3))
+        return dataclasses.replace(tcfg, steps=S, time_limit=self.limit(vb, t0))
+    def limit(self, vb: float, t0: float) -> float:
+        "The time limit (on the loop's clock, from `t0`): the budget's end less the last validations at `vb` a batch and the step that crosses it."
+        p = self.plan
+        return max(self.t_start + p.budget_s - p.final_batches * vb - p.replan_step_s - t0, 1e-3)
+    def keep_limit(self, now, t0, val_s, val_batches, tcfg):
+        "After the re-plan, each validation measures what a batch costs now (a machine gets busier): the time limit moves with it; the steps stay."
+        (s0, n0), self.val_at = self.val_at, (val_s, val_batches)
+        if val_batches <= n0: return None
+        return dataclasses.replace(tcfg, time_limit=self.limit((val_s - s0) / (val_batches - n0), t0))   # the last validation's cost
     def replan_line(self) -> str:
         p = self.plan
         return (f"budget: re-planned after step {p.replan_step:,} ({p.replan_at_s:.1f} s of {format_budget(p.budget_s)}): "

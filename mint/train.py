@@ -412,9 +412,11 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                     if control.take_save(): r.save_now()
                     now = _clock()
                     if budget is not None and (new := budget.check(r.step, now, t0, r.val_seconds, r.val_batches_done, tcfg)):
-                        tcfg = r.tcfg = new                     # the steps and the time limit re-planned, once; the warmup stays
-                        note(budget.replan_line()); bar.total = tcfg.steps; bar.refresh()
-                        pace = Pace(tcfg.time_limit, r.step, tcfg.steps, t0, replanned=r.step)
+                        tcfg = r.tcfg = new                     # once the steps and the time limit (the warmup stays), then the limit
+                        if pace is not None: pace.limit = tcfg.time_limit
+                        else:
+                            note(budget.replan_line()); bar.total = tcfg.steps; bar.refresh()
+                            pace = Pace(tcfg.time_limit, r.step, tcfg.steps, t0, replanned=r.step)
                     if pace is not None and (w := pace.check(r.step, r.tokens, now)): note(w)
                     bar.set_postfix(bar_postfix(loss, lr, r.tokens / max(now - t0, 1e-9), r.last_val), refresh=False)
                     if tcfg.time_limit and engine.agree(now - t0 > tcfg.time_limit):

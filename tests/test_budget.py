@@ -46,7 +46,7 @@ def test_budget_run_fits(tmp_path, capsys):
     # The first plan is a measurement of the first steps; the run re-plans once, early, from its own pace. On a shared
     # machine the speed can still drop after that (CI once saw 4,972 of 6,522 planned steps): then the time limit, the
     # safety net, ends the run inside the budget and says so.
-    assert b["steps"] >= 1 and b["replanned_steps"] is not None and (b["replan_step"] <= b["warmup"] or b["replan_at_s"] >= 4)
+    assert b["steps"] >= 1 and b["replanned_steps"] is not None and (b["replan_step"] == b["warmup"] or b["replan_at_s"] >= 8)
     assert st.tcfg.steps == b["replanned_steps"] and st.tcfg.time_limit < 40 and st.tcfg.warmup == b["warmup"]
     assert st.step == st.tcfg.steps or summary["reason"] == "time_limit", (st.step, st.tcfg.steps, summary["stopped"])
     assert "steps fit" in err.out + err.err and "re-planned after step" in err.err and "bits/byte" in err.out + err.err
@@ -61,15 +61,16 @@ def test_budget_run_fits(tmp_path, capsys):
     assert b["used_s"] >= 0.85 * 40 * faster or summary["reason"] == "time_limit", b
 
 
-def fake_machine(monkeypatch, probe_s: float, run_s, val_batch_s: float = 0.05):
-    "A fake clock for the loop and the budget (both read `mint.train._clock`): the measuring copy's steps take `probe_s` seconds, the run's step i `run_s(i)`, a validation batch `val_batch_s`; returns the clock (a one-element list)."
-    now, engines, step, evaluate = [0.0], [], T.Engine.step, T.Engine.evaluate
+def fake_machine(monkeypatch, probe_s: float, run_s, val_batch_s=lambda i: 0.05):
+    "A fake clock for the loop and the budget (both read `mint.train._clock`): the measuring copy's steps take `probe_s` seconds, the run's step i `run_s(i)`, a validation batch after it `val_batch_s(i)`; returns the clock (a one-element list)."
+    now, engines, last, step, evaluate = [0.0], [], [0], T.Engine.step, T.Engine.evaluate
     def fake_step(self, b, lr, i):
         if not any(e is self for e in engines): engines.append(self)
         now[0] += probe_s if self is engines[0] else run_s(i)
+        last[0] = i
         return step(self, b, lr, i)
     def fake_evaluate(self, batches, limit=None):
-        now[0] += val_batch_s * len(list(batches)[:limit])
+        now[0] += val_batch_s(last[0]) * len(list(batches)[:limit])
         return evaluate(self, batches, limit)
     monkeypatch.setattr(T.Engine, "step", fake_step)
     monkeypatch.setattr(T.Engine, "evaluate", fake_evaluate)
@@ -96,13 +97,14 @@ def test_replan_fills_the_budget(tmp_path, capsys, monkeypatch, run_s):
 
 
 def test_budget_slower_machine_stops_at_the_limit(tmp_path, capsys, monkeypatch):
-    "When the machine turns slower after the re-plan (here 3x, from step 20), the time limit ends the run inside the budget (within the step that crosses it), keeps its best checkpoint and says why; the pace warning says what the budget does instead of advising --steps."
-    fake_machine(monkeypatch, 0.5, lambda i: 0.5 if i <= 20 else 1.5)
+    "When the machine turns slower after the re-plan (here 3x from step 20, and validation 40x), the time limit ends the run inside the budget (it moves with the validations' measured cost; the step that crosses it is planned for), keeps its best checkpoint and says why; the pace warning says what the budget does instead of advising --steps."
+    fake_machine(monkeypatch, 0.5, lambda i: 0.5 if i <= 20 else 1.5, lambda i: 0.05 if i <= 20 else 2.0)
     out, st, summary, took = budget_run(tmp_path, "100s")
     err = capsys.readouterr().err
     b = summary["budget"]
     assert b["replan_step"] < 20 and summary["reason"] == "time_limit" and 20 < st.step < st.tcfg.steps, (b, st.step)
     assert "time limit" in summary["stopped"] and (out / "best.safetensors").exists()
-    assert b["used_s"] <= 100 + 1.5, b                         # the limit held, the last validations inside the budget
+    assert b["used_s"] <= 100 + 1.0, b                         # the limit held, the last validations inside the budget
+    assert st.tcfg.time_limit < 100 - b["spent_s"] - b["final_batches"] * 2.0 + 1e-9   # set from the slow validations
     warn = [l for l in err.splitlines() if l.startswith("warning: at")]
     assert len(warn) == 1 and "re-planned at step" in warn[0] and "--budget sets --steps and --time-limit itself" in warn[0], err
