@@ -57,8 +57,9 @@ def test_budget_run_fits(tmp_path, capsys):
     # Most of it used: the re-plan fills 95% of what is left at the run's pace. A wall clock on a shared machine cannot
     # promise more than the pace it measured: when the steps after the re-plan ran faster than at it (other jobs
     # stopped), the run ends early by that factor, which its summary records (the steps, the pace before and after).
+    # A run the time limit stopped used all but its last validations and a step.
     faster = min(1.0, b["after_step_s"] / b["replan_step_s"])
-    assert b["used_s"] >= 0.85 * 40 * faster or summary["reason"] == "time_limit", b
+    assert b["used_s"] >= 0.85 * 40 * faster, b
 
 
 def fake_machine(monkeypatch, probe_s: float, run_s, val_batch_s=lambda i: 0.05):
