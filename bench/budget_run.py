@@ -7,7 +7,9 @@ budget; the headline is the best validation bits per UTF-8 byte.
 
 Mint runs `mint.pipeline.train_corpus(..., budget=...)` (what `mint train --budget` runs). The peer is
 bench/torch_model.py's `MintTorch` (same initial weights by name, Adam β 0.9/0.999, clip 50, `mint.optim.lr_at`),
-timed the same way (`mint.budget.fit`-style: a throwaway copy for a few steps, then `mint.budget.plan_steps`). Both
+timed the same way (`mint.budget.fit_budget`-style: a throwaway copy for a few steps, then `mint.budget.plan_steps`),
+and re-planned the same way, once, from its own pace at the warmup's end or a fifth of the budget (`mint.budget.replan_steps`,
+the warmup kept). Both
 bits/byte come from `mint.pipeline.bits_summary` on the same validation text. Appends a record to
 bench/results/budget_run.jsonl and prints a table.
 """
@@ -19,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402  (puts the repo root on sys.path)
 import numpy as np  # noqa: E402
 from mint import data as D  # noqa: E402
-from mint.budget import parse_budget, plan_steps  # noqa: E402
+from mint.budget import parse_budget, plan_steps, replan_steps  # noqa: E402
 from mint.core import preset, seed_everything  # noqa: E402
 from mint.pipeline import bits_summary  # noqa: E402
 from mint.model import init_params  # noqa: E402
@@ -67,16 +69,26 @@ def torch_run(a, budget_s: float) -> dict:
     S = plan_steps(left, step_s, val_batch_s, 10**9, eval_batches, len(val))
     every = max(S // 5, 1)
     S = plan_steps(left, step_s, val_batch_s, every, eval_batches, len(val))
-    opt, warm, best = make_opt(model), warmup_steps(S), math.inf
+    opt, warm, best, first = make_opt(model), warmup_steps(S), math.inf, S
     batches = D.lm_batches(tr, B, T, np.random.default_rng(a.seed))
-    for s in range(1, S + 1):
-        step(model, opt, next(batches), lr_at(s - 1, S, a.lr, warm))
-        if s % every == 0 and s < S: best = min(best, evaluate(model, val, a.device, eval_batches))
-        if time.perf_counter() - t0 > budget_s - len(val) * val_batch_s: S = s; break   # the safety net Mint's time limit is
+    s, val_t, mark, replan, reason = 0, 0.0, None, None, "done"   # as mint.budget.Replan: the pace from step 5, validations left out
+    while s < S:
+        step(model, opt, next(batches), lr_at(s, S, a.lr, warm)); s += 1
+        if s % every == 0 and s < S:
+            tv = time.perf_counter(); best = min(best, evaluate(model, val, a.device, eval_batches)); val_t += time.perf_counter() - tv
+            if replan: val_batch_s = (time.perf_counter() - tv) / eval_batches   # as Mint's time limit: the last validation's cost
+        now = time.perf_counter()
+        if s == 5: mark = (s, now - val_t)
+        if replan is None and mark and s - mark[0] >= 10 and (now - t0 >= 0.2 * budget_s or s >= warm):
+            pace = (now - val_t - mark[1]) / (s - mark[0])
+            S = max(replan_steps(s, budget_s - (now - t0), pace, val_batch_s, every, eval_batches, len(val)), s)
+            replan = dict(step=s, at_s=now - t0, step_s=pace, steps=S)
+        if now - t0 > budget_s - len(val) * val_batch_s - (replan or {}).get("step_s", step_s):   # the safety net Mint's time limit is
+            S, reason = s, "time_limit"; break
     final = evaluate(model, val, a.device)
     secs = time.perf_counter() - t0
     best = min(best, final)
-    return dict(side="PyTorch", steps=S, step_s=step_s, seconds=secs, total_seconds=time.perf_counter() - t_start,
+    return dict(side="PyTorch", first_plan=first, replan=replan, reason=reason, steps=S, step_s=step_s, seconds=secs, total_seconds=time.perf_counter() - t_start,
                 val_loss=final, **bits_summary(final, va, val_s))
 
 
@@ -86,7 +98,8 @@ def mint_run(a, budget_s: float) -> dict:
                        Path(tempfile.mkdtemp()) / "run", max_samples=a.max_lines, device=a.device, progress=False,
                        log=lambda *x, **k: None, tokenizer=a.tokenizer, vocab_size=a.vocab_size, budget=budget_s)
     b = rep["budget"]
-    return dict(side="Mint", steps=b["steps"], step_s=b["step_s"], seconds=b["spent_s"] + rep["train_seconds"],
+    replan = dict(step=b["replan_step"], at_s=b["replan_at_s"], step_s=b["replan_step_s"], steps=b["replanned_steps"]) if b["replanned_steps"] else None
+    return dict(side="Mint", first_plan=b["steps"], replan=replan, reason=rep["reason"], steps=rep["steps"], step_s=b["step_s"], seconds=b["used_s"],
                 total_seconds=time.perf_counter() - t0, val_loss=rep["last_val_loss"], **rep["bits"])
 
 
@@ -106,7 +119,9 @@ def main(argv=None):
     rows = [mint_run(a, budget_s), torch_run(a, budget_s)]
     path = benchlib.record("budget_run", dict(bench="budget_run", budget_s=budget_s, args=vars(a),
                                               host=benchlib.host_info(a.device), rows=rows))
-    print(benchlib.table(rows, [("side", "side", ""), ("steps", "steps", ","), ("step_s", "s/step", ".3f"),
+    for r in rows: r["replan_step_s"] = r["replan"]["step_s"] if r["replan"] else float("nan")
+    print(benchlib.table(rows, [("side", "side", ""), ("first_plan", "planned", ","), ("steps", "steps", ","), ("reason", "ended", ""),
+                                ("step_s", "s/step measured", ".3f"), ("replan_step_s", "s/step in the run", ".3f"),
                                 ("seconds", "budget used (s)", ".0f"), ("val_loss", "val (nats/token)", ".4f"),
                                 ("bits_per_byte", "bits/byte", ".4f"), ("unigram_bits_per_byte", "unigram", ".4f"),
                                 ("lzma_bits_per_byte", "lzma -9e", ".4f")]))

@@ -19,9 +19,9 @@ from .loop import TrainConfig, Engine, CpuEngine, STATE_KEYS, available_memory, 
 from .controls import EXIT_CODES, TrainControl, stop_on_signals, terminal_commands, read_commands, BackgroundRun, save_button
 
 # %% auto #0
-__all__ = ['ON_END', 'bar_is_live', 'bar_postfix', 'notify', 'check_resumable', 'TrainResult', 'Pace', 'state_bytes',
-           'resumed_best', 'start_warnings', 'replan_note', 'learning_problems', 'untrained_loss', 'run_training',
-           'train']
+__all__ = ['ON_END', 'bar_is_live', 'bar_postfix', 'notify', 'check_resumable', 'TrainResult', 'two_durations', 'Pace',
+           'state_bytes', 'resumed_best', 'start_warnings', 'replan_note', 'learning_problems', 'untrained_loss',
+           'run_training', 'train']
 
 # %% ../nbs/36_robust_train.ipynb #c8fe42f1
 def bar_is_live() -> bool:
@@ -88,11 +88,19 @@ class TrainResult:
 ON_END: list = []     # functions f(result: TrainResult) called when any run ends, after its files are written
 
 # %% ../nbs/36_robust_train.ipynb #2a2f9243
+def two_durations(a: float, b: float) -> tuple[str, str]:
+    "Two durations in one unit — seconds below 2 minutes, then minutes, then hours — with the fewest decimals (up to 3) that tell them apart."
+    unit, div = ("s", 1) if max(a, b) < 120 else ("min", 60) if max(a, b) < 7200 else ("h", 3600)
+    for d in range(0 if unit == "s" else 1, 4):
+        x, y = f"{a / div:.{d}f}", f"{b / div:.{d}f}"
+        if x != y: break
+    return f"{x} {unit}", f"{y} {unit}"
+
 class Pace:
-    "Whether the steps left fit in `time_limit` seconds (counted from `t0`), judged on the steady pace: the first `skip` steps after `start` are left out (numba compiles its loops on the first call, caches and pages warm up); the pace of the next `window` steps is judged, then that of each tenth of the run (a machine may get busier). `check(step, tokens, now)` after each step returns at most one warning in a run."
-    def __init__(self, time_limit: float, start: int, steps: int, t0: float, skip: int = 5, window: int = 20):
+    "Whether the steps left fit in `time_limit` seconds (counted from `t0`), judged on the steady pace: the first `skip` steps after `start` are left out (numba compiles its loops on the first call, caches and pages warm up); the pace of the next `window` steps is judged, then that of each tenth of the run (a machine may get busier). `check(step, tokens, now)` after each step returns at most one warning in a run. `replanned`: the step where a `--budget` run re-planned its steps (chapter 46_budget); its warning says what the budget does instead of advising --steps."
+    def __init__(self, time_limit: float, start: int, steps: int, t0: float, skip: int = 5, window: int = 20, replanned: int | None = None):
         self.limit, self.start, self.steps, self.t0, self.skip, self.window = time_limit, start, steps, t0, skip, window
-        self.every = max(window, (steps - start) // 10)
+        self.every, self.replanned = max(window, (steps - start) // 10), replanned
         self.since, self.warned = None, False                     # (step, tokens, time) where the pace is measured from
     def check(self, step: int, tokens: int, now: float) -> str | None:
         done = step - self.start
@@ -105,10 +113,19 @@ class Pace:
         if total <= self.limit: return None
         self.warned = True
         reach = min(self.steps - 1, step + int((self.limit - (now - self.t0)) / per_step) + 1)   # the loop stops after the step that crosses it
-        return (f"warning: at {(tokens - k0) / max(now - t_0, 1e-9):,.0f} tokens/s (steps {s0 + 1}–{step}) the run's {self.steps - self.start:,} steps need "
-                f"about {total / 60:.1f} min, more than the time limit of {self.limit / 60:.1f} min: it will stop near step "
+        need, limit = two_durations(total, self.limit)
+        head = f"warning: at {(tokens - k0) / max(now - t_0, 1e-9):,.0f} tokens/s (steps {s0 + 1}–{step}) "
+        if self.replanned is not None:
+            return (head + f"the machine is slower than when the budget re-planned at step {self.replanned:,}: its {self.steps:,} steps "
+                    f"need about {need}, more than its time limit of {limit}: the time limit stops the run inside the budget near "
+                    f"step {max(reach, step):,} of {self.steps:,}, the learning rate not quite decayed (the budget re-plans once, early; "
+                    f"--budget sets --steps and --time-limit itself, so there is nothing to change; on a busy machine "
+                    f"OPENBLAS_NUM_THREADS=1 is often faster).")
+        return (head + f"the run's {self.steps - self.start:,} steps need "
+                f"about {need}, more than the time limit of {limit}: it will stop near step "
                 f"{max(reach, step):,} of {self.steps:,}, before the learning rate has decayed. Use fewer --steps or a longer --time-limit "
                 f"(or none); on a busy machine OPENBLAS_NUM_THREADS=1 is often faster.")
+
 
 # %% ../nbs/36_robust_train.ipynb #c12aa0df
 def _merge(hist: dict, seg: dict):
@@ -231,6 +248,7 @@ class _RunState:
         self.last_val = hist["val_loss"][-1] if hist["val_loss"] else math.nan
         self.validated_at = hist["val_step"][-1] if hist["val_step"] else None
         self.worst = 2 * math.log(cfg.vocab_size)
+        self.val_seconds, self.val_batches_done = 0.0, 0                 # time in validation and its batches (a budget's re-plan reads them)
 
     def save(self, what, fn):
         "Run one save; a failure is reported in one line and the run goes on."
@@ -266,7 +284,9 @@ def warn_once(self: _RunState, ran: int):
 def validate(self: _RunState, limit, with_state=True) -> bool:
     "Validate, save the best checkpoint and the training state; False (nothing saved) when the loss is not finite."
     engine, hist, step, out_dir = self.engine, self.hist, self.step, self.out_dir
+    t = _clock()
     ran, self.last_val = step - (self.validated_at if self.validated_at is not None else self.start), float(engine.evaluate(self.val_batches, limit))
+    self.val_seconds += _clock() - t; self.val_batches_done += len(self.val_batches) if limit is None else min(limit, len(self.val_batches))
     self.validated_at, w, n_rej = step, engine.host_params(), engine.rejected_count()
     hist["val_step"].append(step); hist["val_loss"].append(self.last_val)
     hist["val_rejected"].append((n_rej - self.rejected_at) / max(ran * w.size, 1))   # share of updates Adam refused since the last one
@@ -363,7 +383,8 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
 
         # 2. the steps
         t0 = _clock()
-        pace = Pace(tcfg.time_limit, r.start, tcfg.steps, t0) if tcfg.time_limit else None
+        budget = getattr(tcfg, "replan", None)     # a --budget run: its one re-plan (mint.budget.Replan) rides on its TrainConfig
+        pace = Pace(tcfg.time_limit, r.start, tcfg.steps, t0) if tcfg.time_limit and budget is None else None
         # in a terminal or Jupyter the bar redraws often; in a log file (CI) every 30 s, or it floods the log
         bar = tqdm(total=tcfg.steps, initial=r.start, desc=engine.desc, disable=not progress, dynamic_ncols=True,
                    mininterval=0.1 if bar_is_live() else 30)
@@ -390,6 +411,12 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                         reason, stopped = "diverged", f"non-finite validation loss ({r.last_val}) at step {r.step}"; break
                     if control.take_save(): r.save_now()
                     now = _clock()
+                    if budget is not None and (new := budget.check(r.step, now, t0, r.val_seconds, r.val_batches_done, tcfg)):
+                        tcfg = r.tcfg = new                     # once the steps and the time limit (the warmup stays), then the limit
+                        if pace is not None: pace.limit = tcfg.time_limit
+                        else:
+                            note(budget.replan_line()); bar.total = tcfg.steps; bar.refresh()
+                            pace = Pace(tcfg.time_limit, r.step, tcfg.steps, t0, replanned=r.step)
                     if pace is not None and (w := pace.check(r.step, r.tokens, now)): note(w)
                     bar.set_postfix(bar_postfix(loss, lr, r.tokens / max(now - t0, 1e-9), r.last_val), refresh=False)
                     if tcfg.time_limit and engine.agree(now - t0 > tcfg.time_limit):
@@ -410,6 +437,7 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
             control.shielded = True
             try:
                 secs = _clock() - t0
+                if budget is not None: budget.finish(r.step, t0 + secs)   # the budget used, for the run's summary
                 engine.finish(seg)
                 _merge(r.hist, seg)
                 notify(callbacks, "after_fit", r.step, r.hist)

@@ -1,6 +1,8 @@
 "mint train --budget: the schedule is fitted to the budget and the run ends inside it."
 import json, math, time
+import numpy as np
 import pytest
+import mint.train as T
 from mint.budget import parse_budget, plan_steps
 from mint.cli import main
 from mint.train import load_train_state
@@ -40,23 +42,70 @@ def budget_run(tmp_path, budget: str):
 def test_budget_run_fits(tmp_path, capsys):
     out, st, summary, took = budget_run(tmp_path, "40s")
     err = capsys.readouterr()
-    # The plan is a measurement: on a shared machine the speed can drop after it was taken (CI saw 4,972 of 6,522
-    # planned steps). Then the time limit, the safety net, ends the run inside the budget and says so.
-    assert st.tcfg.steps >= 1 and st.tcfg.time_limit < 40
+    b = summary["budget"]
+    # The first plan is a measurement of the first steps; the run re-plans once, early, from its own pace. On a shared
+    # machine the speed can still drop after that (CI once saw 4,972 of 6,522 planned steps): then the time limit, the
+    # safety net, ends the run inside the budget and says so.
+    assert b["steps"] >= 1 and b["replanned_steps"] is not None and (b["replan_step"] == b["warmup"] or b["replan_at_s"] >= 8)
+    assert st.tcfg.steps == b["replanned_steps"] and st.tcfg.time_limit < 40 and st.tcfg.warmup == b["warmup"]
     assert st.step == st.tcfg.steps or summary["reason"] == "time_limit", (st.step, st.tcfg.steps, summary["stopped"])
-    assert "steps fit" in err.out + err.err and "bits/byte" in err.out + err.err
-    assert took < 40 + 30                                # training inside the budget (+ data loading and the report)
+    assert "steps fit" in err.out + err.err and "re-planned after step" in err.err and "bits/byte" in err.out + err.err
+    assert b["lr_jump"] < 1e-3 and b["done_steps"] == st.step
+    # Inside the budget: the time limit leaves room for the last validations; what can overrun is the step that crosses
+    # it and those validations on a machine slower than measured (a few seconds on a loaded CI machine).
+    assert b["used_s"] <= 40 + 5 and took < 40 + 30          # (+ data loading and the report)
+    # Most of it used: the re-plan fills 95% of what is left at the run's pace. A wall clock on a shared machine cannot
+    # promise more than the pace it measured: when the steps after the re-plan ran faster than at it (other jobs
+    # stopped), the run ends early by that factor, which its summary records (the steps, the pace before and after).
+    # A run the time limit stopped used all but its last validations and a step.
+    faster = min(1.0, b["after_step_s"] / b["replan_step_s"])
+    assert b["used_s"] >= 0.85 * 40 * faster, b
+
+
+def fake_machine(monkeypatch, probe_s: float, run_s, val_batch_s=lambda i: 0.05):
+    "A fake clock for the loop and the budget (both read `mint.train._clock`): the measuring copy's steps take `probe_s` seconds, the run's step i `run_s(i)`, a validation batch after it `val_batch_s(i)`; returns the clock (a one-element list)."
+    now, engines, last, step, evaluate = [0.0], [], [0], T.Engine.step, T.Engine.evaluate
+    def fake_step(self, b, lr, i):
+        if not any(e is self for e in engines): engines.append(self)
+        now[0] += probe_s if self is engines[0] else run_s(i)
+        last[0] = i
+        return step(self, b, lr, i)
+    def fake_evaluate(self, batches, limit=None):
+        now[0] += val_batch_s(last[0]) * len(list(batches)[:limit])
+        return evaluate(self, batches, limit)
+    monkeypatch.setattr(T.Engine, "step", fake_step)
+    monkeypatch.setattr(T.Engine, "evaluate", fake_evaluate)
+    monkeypatch.setattr(T, "_clock", lambda: now[0])
+    return now
+
+
+@pytest.mark.parametrize("run_s", [0.38, 0.68])
+def test_replan_fills_the_budget(tmp_path, capsys, monkeypatch, run_s):
+    """The first steps measured 0.5 s a step; the run then goes at 0.38 or 0.68 s a step (the −24% and +36% a shared
+    2-core CPU showed), on a fake clock, so the wall clock of a loaded machine plays no part. The first plan alone would
+    end at 72% of the budget, or be cut off by the time limit before its learning rate decayed; the re-plan fits the
+    run into 90–100% of it, and the learning rate curve stays continuous."""
+    fake_machine(monkeypatch, 0.5, lambda i: run_s)
+    out, st, summary, _ = budget_run(tmp_path, "100s")
+    b, hist = summary["budget"], json.loads((out / "history.json").read_text())
+    first = b["spent_s"] + b["steps"] * run_s                  # the first plan's steps at the run's pace
+    assert (first < 0.8 * 100) if run_s < 0.5 else (first > 100), first
+    assert summary["reason"] == "done" and st.step == b["replanned_steps"] == b["done_steps"] != b["steps"]
+    assert b["replan_step_s"] == pytest.approx(run_s) and b["replan_at_s"] <= 0.2 * 100
+    assert 0.9 * 100 <= b["used_s"] <= 100, b
+    assert b["lr_jump"] == 0 and np.abs(np.diff(hist["lr"])).max() <= st.tcfg.base_lr / b["warmup"] + 1e-12
+    assert "re-planned after step" in b["line"] and f"{b['done_steps']:,} steps used" in b["line"]
 
 
 def test_budget_slower_machine_stops_at_the_limit(tmp_path, capsys, monkeypatch):
-    "When the machine turns slower than measured (here: a plan 50x too long), the time limit ends the run inside the budget, keeps its best checkpoint and says why."
-    import dataclasses, mint.budget as B
-    real = B.fit_budget
-    def optimistic(*a, **k):
-        tcfg, plan = real(*a, **k)
-        return dataclasses.replace(tcfg, steps=tcfg.steps * 50, eval_every=tcfg.eval_every * 50), plan
-    monkeypatch.setattr(B, "fit_budget", optimistic)
-    out, st, summary, took = budget_run(tmp_path, "15s")
-    assert summary["reason"] == "time_limit" and 1 <= st.step < st.tcfg.steps, (summary["reason"], st.step, st.tcfg.steps)
+    "When the machine turns slower after the re-plan (here 3x from step 20, and validation 40x), the time limit ends the run inside the budget (it moves with the validations' measured cost; the step that crosses it is planned for), keeps its best checkpoint and says why; the pace warning says what the budget does instead of advising --steps."
+    fake_machine(monkeypatch, 0.5, lambda i: 0.5 if i <= 20 else 1.5, lambda i: 0.05 if i <= 20 else 2.0)
+    out, st, summary, took = budget_run(tmp_path, "100s")
+    err = capsys.readouterr().err
+    b = summary["budget"]
+    assert b["replan_step"] < 20 and summary["reason"] == "time_limit" and 20 < st.step < st.tcfg.steps, (b, st.step)
     assert "time limit" in summary["stopped"] and (out / "best.safetensors").exists()
-    assert took < 15 + 60                                 # the limit held (+ data loading, the final validation, the report)
+    assert b["used_s"] <= 100 + 1.0, b                         # the limit held, the last validations inside the budget
+    assert st.tcfg.time_limit < 100 - b["spent_s"] - b["final_batches"] * 2.0 + 1e-9   # set from the slow validations
+    warn = [l for l in err.splitlines() if l.startswith("warning: at")]
+    assert len(warn) == 1 and "re-planned at step" in warn[0] and "--budget sets --steps and --time-limit itself" in warn[0], err
