@@ -128,7 +128,7 @@ def _add_train(sub, D):
     t.add_argument("--steps", type=_positive(int), default=D.steps, help=f"optimizer steps (default {D.steps})")
     t.add_argument("--batch-size", type=_positive(int), default=D.batch_size, help=f"sequences per step (default {D.batch_size})")
     t.add_argument("--seq-len", type=_positive(int), default=None, help="tokens per sequence (default: the preset's max_seq_len)")
-    t.add_argument("--lr", type=_positive(float), default=None, help=f"peak learning rate (default {D.base_lr:g}, or 2e-4 with --init)")
+    t.add_argument("--lr", type=_number(float, 0, 1e9, lo_open=True, note="above it every update is larger than Adam accepts and is dropped"), default=None, help=f"peak learning rate (default {D.base_lr:g}, or 2e-4 with --init)")
     t.add_argument("--warmup", type=_number(int, 0), default=None, help="warmup steps (default steps/10, or steps/50 and >= 10 with --init)")
     t.add_argument("--weight-decay", type=_number(float, 0), default=D.weight_decay, help=f"AdamW decoupled weight decay (default {D.weight_decay:g})")
     t.add_argument("--optimizer", default=D.optimizer, choices=["adam", "muon"], help=f"adam (default: AdamW on every parameter) or muon (Muon for the layers' weight matrices, AdamW for embedding, head, gains and biases; chapter 44_muon)")

@@ -197,7 +197,7 @@ def learning_problems(hist: dict, ran_from: int, step: int, tcfg: TrainConfig, a
             why = f"the learning rate is too large: each update is above Adam's limit (max_update {acfg.max_update:g}); lower --lr (it was {lr0:g})"
         else:
             why = "the gradients were not finite (NaN or infinite; Adam drops such a step); lower --lr or look at the data"
-        out.append(f"Adam rejected {share:.0%} of the updates{'; the weights never changed' if not any(moved) else ''}: {why}")
+        out.append(f"Adam rejected {share:.0%} of the updates{'' if any(moved) else ' (the others were too small to change a float32 weight: the weights never changed)'}: {why}")
     elif not any(moved):
         out.append(f"the weights never changed: the learning rate {lr0:g} is too small to change float32 weights; raise --lr")
     v0 = hist.get("val_untrained")

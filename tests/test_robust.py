@@ -254,7 +254,7 @@ def test_first_format_checkpoints_still_load(pretrained, tmp_path, capsys):
 
 def test_diverged_and_do_nothing_runs_exit_nonzero(tmp_path, capsys):
     base = ["train", "--max", "200", "--steps", "12", "--eval-every", "6", *SMALL]
-    code, out, err = run([*base, "--lr", "1e30", "--out", tmp_path / "a"], capsys)
+    code, out, err = run([*base, "--lr", "1e-300", "--out", tmp_path / "a"], capsys)
     assert "weights never changed" in last_error_line(code, err)
     code, out, err = run([*base, "--lr", "100", "--out", tmp_path / "b"], capsys)
     msg = last_error_line(code, err)
