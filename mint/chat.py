@@ -4,6 +4,7 @@
 
 # %% ../nbs/39_chat.ipynb #84974c2a
 from __future__ import annotations
+import sys
 import numpy as np
 from .core import ModelConfig
 from .vocab import Vocab, BOS, EOS, HUMAN, ASSISTANT, UNK
@@ -66,15 +67,22 @@ class ChatSession:
         self.history.append((text, reply))
         return reply
 
+# %% ../nbs/39_chat.ipynb #93e60aca
+def _is_terminal(f) -> bool:
+    try: return f.isatty()
+    except (AttributeError, ValueError, OSError): return False     # closed, replaced by a test harness, ...
+
 # %% ../nbs/39_chat.ipynb #57066b19
-def chat_loop(session: ChatSession, input_fn=None, print_fn=print):
-    "Read–reply loop for the terminal: `clear` resets, `quit`/`exit`/EOF ends (Ctrl-C and SIGTERM propagate: `mint chat` exits 130 / 143); `input_fn` defaults to `input` as it is when called."
+def chat_loop(session: ChatSession, input_fn=None, print_fn=print, echo: bool | None = None):
+    "Read–reply loop for the terminal: `clear` resets, `quit`/`exit`/EOF ends (Ctrl-C and SIGTERM propagate: `mint chat` exits 130 / 143); `input_fn` defaults to `input` as it is when called. `echo`: print each line read after its prompt (default: when `input` reads a pipe, which shows nothing), so every prompt ends its line."
+    if echo is None: echo = input_fn is None and not _is_terminal(sys.stdin)
     input_fn = input_fn or input
     print_fn("mint chat — type a message; 'clear' forgets the conversation, 'quit' leaves.")
     while True:
         try: text = input_fn("你: ").strip()
         except EOFError: print_fn(""); break
         except KeyboardInterrupt: print_fn(""); raise     # Ctrl-C (130), SIGTERM (143): the command's exit code says so
+        if echo: print_fn(text)
         if not text: continue
         if text.lower() in ("quit", "exit"): break
         if text.lower() == "clear":

@@ -14,7 +14,7 @@ from .vocab import Vocab, PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
 from .model import Workspace, KVCache, RowsKV, views, forward
 
 # %% auto #0
-__all__ = ['NEVER_SAMPLED', 'serial_loops', 'Decoder', 'allowed_logits', 'check_sampling', 'top_order', 'sample_next',
+__all__ = ['NEVER_SAMPLED', 'serial_loops', 'Decoder', 'allowed_logits', 'check_sampling', 'top_order', 'tempered', 'sample_next',
            'pick_next', 'stream', 'check_prompt', 'generate', 'BatchDecoder', 'sampling_stages', 'plot_sampling_stages',
            'next_token_logits', 'sampling_playground', 'sampling_widget']
 
@@ -145,6 +145,15 @@ def top_order(p: np.ndarray, k: int = 0) -> np.ndarray:
     cand.sort()                                                 # id order, which the stable sort keeps among equals
     return cand[np.argsort(-p[cand], kind="stable")]
 
+# %% ../nbs/14_generate.ipynb #5537ce37
+def tempered(z: np.ndarray, temperature: float) -> np.ndarray:
+    "Logits `z` (float64; -inf allowed) over `temperature` > 0, shifted so the largest is 0: `z/t - max(z/t)` where that is finite, else (a tiny `t`, where `z/t` overflows) `(z - max z)/t`."
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = z / temperature
+        fin = np.isfinite(z)
+        if np.isfinite(y[fin]).all(): return y - y[np.isfinite(y)].max()     # every ordinary temperature
+        return (z - z[fin].max()) / temperature
+
 # %% ../nbs/14_generate.ipynb #93e8b8ec
 def sample_next(logits, temperature: float = 0.7, top_k: int = 50, top_p: float = 0.9, rng=None) -> int:
     "Pick the next token id from `logits[V]` with temperature / top-k / top-p (§10.2); `temperature <= 0` is greedy."
@@ -153,8 +162,7 @@ def sample_next(logits, temperature: float = 0.7, top_k: int = 50, top_p: float 
     z[np.isnan(z)] = -np.inf
     if not np.isfinite(z).any(): return int(np.argmax(np.where(np.isposinf(z), 1.0, 0.0)))
     if temperature <= 0: return int(np.argmax(z))
-    z = z / temperature
-    p = np.exp(z - z[np.isfinite(z)].max()); p[~np.isfinite(p)] = 0.0
+    p = np.exp(tempered(z, temperature)); p[~np.isfinite(p)] = 0.0
     order = top_order(p, top_k if top_k and top_k > 0 else 0)
     ps = p[order]
     if 0 < top_p < 1:
@@ -317,7 +325,7 @@ def sampling_stages(logits, temperature: float = 0.7, top_k: int = 50, top_p: fl
     if temperature <= 0:
         g = np.zeros_like(z); g[int(np.argmax(z))] = 1.0
         return stages + [("temperature 0 (greedy)", g)]
-    p = _softmax(z / temperature)
+    p = _softmax(tempered(z, temperature))
     stages.append((f"temperature {temperature:g}", p))
     order = np.argsort(-p, kind="stable")
     if top_k: order = order[:top_k]

@@ -15,10 +15,10 @@ from .chat import reply_room
 from .tokenizer import TextStream, BPETokenizer
 
 # %% auto #0
-__all__ = ['MAX_N', 'MAX_SEED', 'MAX_INT', 'LOCAL_NAMES', 'ANY_ADDRESS', 'MAX_BODY', 'CHAT_PAGE', 'PAGE_CSP', 'RequestError',
-           'Sampling', 'parse_sampling', 'chat_prompt', 'completion_prompt', 'Token', 'log_softmax', 'generate_text',
-           'run_generation', 'Batcher', 'host_name', 'is_loopback', 'Guard', 'check_exposure', 'token_bytes',
-           'create_app', 'listen', 'serve']
+__all__ = ['MAX_N', 'MAX_SEED', 'MAX_INT', 'MAX_MESSAGES', 'LOCAL_NAMES', 'ANY_ADDRESS', 'MAX_BODY', 'CHAT_PAGE', 'PAGE_CSP',
+           'RequestError', 'BigInt', 'Sampling', 'parse_sampling', 'chat_prompt', 'completion_prompt', 'Token',
+           'log_softmax', 'generate_text', 'run_generation', 'Batcher', 'host_name', 'is_loopback', 'Guard',
+           'check_exposure', 'token_bytes', 'parse_body', 'create_app', 'listen', 'serve']
 
 # %% ../nbs/41_serve.ipynb #56cbafa1
 class RequestError(ValueError):
@@ -27,6 +27,17 @@ class RequestError(ValueError):
         super().__init__(message); self.param, self.status, self.code = param, status, code
     def body(self) -> dict:
         return {"error": {"message": str(self), "type": "invalid_request_error", "param": self.param, "code": self.code}}
+
+# %% ../nbs/41_serve.ipynb #7b478490
+class BigInt:
+    "An integer literal longer than Python converts from text (`sys.get_int_max_str_digits()`), as the body's JSON has it: its digits, out of every field's range."
+    def __init__(self, digits: str): self.digits = digits
+    def __repr__(self): return f"{self.digits[:12]}... ({len(self.digits.lstrip('-')):,} digits)"
+
+def _parse_int(s: str):
+    "`json.loads`'s `parse_int`: an int, or a `BigInt` where `int(s)` would refuse (or take quadratic time over) that many digits."
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
+    return BigInt(s) if limit and len(s.lstrip("-")) > limit else int(s)
 
 # %% ../nbs/41_serve.ipynb #1267edae
 def _shown(v) -> str:
@@ -56,7 +67,7 @@ def _flag(body: dict, key: str, default: bool = False) -> bool:
     return v
 
 # %% ../nbs/41_serve.ipynb #e6b214ce
-MAX_N, MAX_SEED, MAX_INT = 16, 2**63 - 1, 2**31 - 1
+MAX_N, MAX_SEED, MAX_INT, MAX_MESSAGES = 16, 2**63 - 1, 2**31 - 1, 4096
 
 # %% ../nbs/41_serve.ipynb #b82c60ce
 @dataclass
@@ -135,10 +146,13 @@ def _content(m, i: int) -> str:
     return c
 
 # %% ../nbs/41_serve.ipynb #017f735a
-def chat_prompt(tok, messages, max_seq_len: int) -> list[int]:
-    "Token ids of an OpenAI `messages` list in Mint's chat format, oldest rounds dropped to leave the reply its room; `RequestError` naming the bad message."
+def _turn_texts(messages) -> list[str]:
+    "The text of each message of an OpenAI `messages` list, checked: at most `MAX_MESSAGES`, roles alternating user/assistant from user, ending with user; `RequestError` naming the bad one."
     if not isinstance(messages, list) or not messages: raise RequestError("'messages' must be a non-empty list", "messages")
-    turns = []
+    if len(messages) > MAX_MESSAGES:
+        raise RequestError(f"'messages' has {len(messages):,} entries; the limit is {MAX_MESSAGES:,} (the window holds far fewer "
+                           f"rounds, and the oldest are dropped anyway): send the recent ones", "messages")
+    texts = []
     for i, m in enumerate(messages):
         if not isinstance(m, dict): raise RequestError(f"messages[{i}] must be an object", f"messages[{i}]")
         role, want = m.get("role"), ("user" if i % 2 == 0 else "assistant")
@@ -146,17 +160,27 @@ def chat_prompt(tok, messages, max_seq_len: int) -> list[int]:
         if role != want:
             raise RequestError(f"messages[{i}].role must be '{want}' (roles alternate user/assistant, starting with user), got {role!r}",
                                f"messages[{i}].role")
-        turns.append(tok.encode(_content(m, i)).tolist())
-    if len(turns) % 2 == 0: raise RequestError("the last message must be the user's", f"messages[{len(turns) - 1}].role")
-    rounds = [[HUMAN, *turns[j], ASSISTANT, *turns[j + 1], EOS] for j in range(0, len(turns) - 1, 2)]
-    last = [HUMAN, *turns[-1], ASSISTANT]
+        texts.append(_content(m, i))
+    if len(texts) % 2 == 0: raise RequestError("the last message must be the user's", f"messages[{len(texts) - 1}].role")
+    return texts
+
+def chat_prompt(tok, messages, max_seq_len: int) -> list[int]:
+    "Token ids of an OpenAI `messages` list in Mint's chat format, the oldest rounds dropped to leave the reply its room (read newest first: linear in the messages); `RequestError` naming the bad message, or `context_length_exceeded` when the last one alone does not fit."
+    texts = _turn_texts(messages)
+    enc = lambda j: tok.encode(texts[j]).tolist()
     keep = max_seq_len - reply_room(max_seq_len)
-    while rounds and 1 + sum(map(len, rounds)) + len(last) > keep: rounds.pop(0)
-    head = [BOS] if len(rounds) == len(turns) // 2 else []         # <bos> only while the first round is there
+    last, rounds = [HUMAN, *enc(-1), ASSISTANT], []
+    used = 1 + len(last)                                             # 1: room for <bos>
+    for j in range(len(texts) - 3, -1, -2):                          # rounds (user j, assistant j + 1), newest first
+        r = [HUMAN, *enc(j), ASSISTANT, *enc(j + 1), EOS]
+        if used + len(r) > keep: break                               # this one and all older ones are dropped
+        rounds.append(r); used += len(r)
+    head = [BOS] if len(rounds) == len(texts) // 2 else []           # <bos> only while the first round is there
     if not rounds and len(head) + len(last) > keep:
-        q = turns[-1][len(turns[-1]) - (keep - len(head) - 2):]
-        last = [HUMAN, *q, ASSISTANT]
-    return head + [t for r in rounds for t in r] + last
+        raise RequestError(f"the last message, messages[{len(texts) - 1}], makes a prompt of {len(head) + len(last)} tokens; the model's "
+                           f"window of {max_seq_len} keeps {reply_room(max_seq_len)} for the reply, so a prompt may have {keep}: shorten it",
+                           "messages", code="context_length_exceeded")
+    return head + [t for r in rounds[::-1] for t in r] + last
 
 # %% ../nbs/41_serve.ipynb #535b8544
 def completion_prompt(tok, prompt, max_seq_len: int) -> list[int]:
@@ -254,7 +278,7 @@ class _Request:
     `cancel` event: streaming) gets every token as it is made; any other gets its tokens in one list when it ends, so its
     thread is not woken at every step."""
     def __init__(self, prompt_ids, cap: int, s: Sampling, rng, cancel=None):
-        self.prompt, self.cap, self.s, self.rng = list(prompt_ids), int(cap), s, rng
+        self.prompt, self.cap, self.s, self.rng = np.asarray(prompt_ids, np.int32).reshape(-1), int(cap), s, rng   # made here, in its own thread
         self.out, self.cancelled, self.n, self.seq, self.logits = queue.SimpleQueue(), False, 0, None, None
         self.cancel = cancel                 # a threading.Event its reader may set from any thread
         self.eager, self.held = cancel is not None or bool(s.stop), []
@@ -275,7 +299,9 @@ class Batcher:
         return {"busy": len(self.dec.rows), "waiting": len(self.waiting), "total": self.dec.slots, "steps": self.steps}
     def tokens(self, prompt_ids, cap: int, s: Sampling, rng, cancel=None):
         "Yield `(token, logits)` of one request as the batch makes them; closing the iterator early, or setting the `threading.Event` `cancel`, cancels it (its slot is freed at the next step)."
-        r = _Request(prompt_ids, cap, s, rng, cancel)
+        r = _Request(prompt_ids, cap, s, rng, cancel)           # all of its preparation here, in the request's own thread
+        if not 1 <= len(r.prompt) <= self.dec.cfg.max_seq_len:
+            raise ValueError(f"a prompt of {len(r.prompt)} tokens; it must have 1 to {self.dec.cfg.max_seq_len} (the window)")
         with self.cv:
             self.waiting.append(r)
             if self.thread is None:
@@ -310,7 +336,8 @@ class Batcher:
                 for r in list(self.running):
                     if r.gone(): self._end(r); continue
                     if r.logits is None: continue                  # its prompt is still being read
-                    t = None if r.n >= r.cap else pick_next(r.logits, r.s.temperature, r.s.top_k, r.s.top_p, r.rng)
+                    try: t = None if r.n >= r.cap else pick_next(r.logits, r.s.temperature, r.s.top_k, r.s.top_p, r.rng)
+                    except Exception as e: self._end(r, e); continue      # its own sampling failed: it alone ends
                     if t is None: self._end(r); continue
                     r.n += 1
                     r.send(t)
@@ -378,7 +405,7 @@ class Guard:
             if not hmac.compare_digest(given.encode("utf-8", "replace"), f"Bearer {self.api_key}".encode()):
                 why = "no API key was sent" if not given else "the API key is wrong"
                 return RequestError(f"{why}: send 'Authorization: Bearer KEY' (OpenAI clients: api_key=KEY)", "Authorization", 401, "invalid_api_key")
-        if scope["method"] in ("POST", "PUT", "PATCH"):
+        if scope["method"] == "POST":                                    # other methods: the app's 405 (no route takes their body)
             kind = h.get("content-type", "").split(";")[0].strip().lower()
             if kind != "application/json":
                 return RequestError(f"the body must be JSON with 'Content-Type: application/json', got {kind or 'no Content-Type'!r}",
@@ -445,8 +472,8 @@ def _logprobs_json(tok, toks: list, chat: bool, n_top: int) -> dict:
             "text_offset": [t.offset for t in toks]}
 
 # %% ../nbs/41_serve.ipynb #1f4225a7
-async def _read_body(request, model_id: str) -> dict:
-    "The JSON object of a request for `model_id`, read up to `MAX_BODY` bytes; a `RequestError` (413, 400, 404) says what is wrong with it."
+async def _read_body(request) -> bytes:
+    "The request's body, read up to `MAX_BODY` bytes; a `RequestError` (413) beyond, `_Disconnected` if the client goes away."
     from starlette.requests import ClientDisconnect
     size = request.headers.get("content-length", "")
     if size.isdigit() and int(size) > MAX_BODY:
@@ -458,7 +485,11 @@ async def _read_body(request, model_id: str) -> dict:
             if n > MAX_BODY: raise RequestError(f"the body is over the limit of {MAX_BODY:,} bytes", None, 413, "request_too_large")
             chunks.append(c)
     except ClientDisconnect: raise _Disconnected() from None
-    try: body = json.loads(b"".join(chunks))
+    return b"".join(chunks)
+
+def parse_body(raw: bytes, model_id: str) -> dict:
+    "The JSON object of a request for `model_id` (integers too long for Python's conversion kept as `BigInt`); a `RequestError` (400, 404) says what is wrong with it."
+    try: body = json.loads(raw, parse_int=_parse_int)
     except (ValueError, RecursionError) as e:
         where = f" ({e.msg} at line {e.lineno} column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
         raise RequestError(f"the request body is not valid JSON{where}", None) from None
@@ -499,6 +530,14 @@ def _events(params, cfg, tok, ids, s: Sampling, rng, batcher, stop, chat: bool, 
     if s.include_usage: yield ev([], usage=usage(total))
     yield "data: [DONE]\n\n"
 
+# %% ../nbs/41_serve.ipynb #3b5bd5dc
+def _stream_error(e: Exception) -> str:
+    "The event that ends a stream which failed after its headers were sent: OpenAI's error object (a bug of ours is logged and named as no internals)."
+    if isinstance(e, RequestError): return "data: " + json.dumps(e.body(), ensure_ascii=False) + "\n\n"
+    logging.getLogger("mint.serve").error("a streamed reply failed", exc_info=e)
+    return "data: " + json.dumps({"error": {"message": "internal error while streaming (the server logged it)", "type": "server_error",
+                                             "param": None, "code": None}}) + "\n\n"
+
 # %% ../nbs/41_serve.ipynb #303006a8
 def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: Sampling):
     "A coroutine giving the reply to one request for `ids`: the whole JSON response, or with `s.stream` the `StreamingResponse` of `_events` (a client that goes away frees its batch slot at once)."
@@ -524,6 +563,9 @@ def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: S
                      {"id": rid, "object": obj + (".chunk" if chat else ""), "created": now, "model": model_id}, choice, usage)
         try:
             while (c := await run_in_threadpool(next, it, None)) is not None: yield c
+        except Exception as e:                           # after the headers: the status is sent, so the stream says it
+            yield _stream_error(e)
+            yield "data: [DONE]\n\n"
         finally: stop.set()                              # the end, or Starlette cancelling us when the client disconnects
     async def streamed(): return StreamingResponse(chunks(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
     return streamed()
@@ -553,13 +595,19 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
         return HTMLResponse(CHAT_PAGE, headers={"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosniff",
                                                 "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
 
+    def prepare(raw: bytes, chat: bool):
+        "All of a request's own work before it joins the batch, in its worker thread (never in the event loop or the batch's thread)."
+        body = parse_body(raw, model_id)
+        s = parse_sampling(body, chat)
+        ids = (chat_prompt(tok, body.get("messages"), cfg.max_seq_len) if chat
+               else completion_prompt(tok, body.get("prompt"), cfg.max_seq_len))
+        return s, ids
+
     def endpoint(chat: bool):
         async def handle(request):
+            from starlette.concurrency import run_in_threadpool
             try:
-                body = await _read_body(request, model_id)
-                s = parse_sampling(body, chat)
-                ids = (chat_prompt(tok, body.get("messages"), cfg.max_seq_len) if chat
-                       else completion_prompt(tok, body.get("prompt"), cfg.max_seq_len))
+                s, ids = await run_in_threadpool(prepare, await _read_body(request), chat)
                 return await _reply(params, cfg, tok, model_id, batcher, chat, ids, s)
             except RequestError as e: return error(e)
             except _Disconnected: return JSONResponse({"error": {"message": "the client disconnected", "type": "invalid_request_error",
@@ -571,6 +619,10 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
         return handle
 
     async def not_found(request, exc):
+        if exc.status_code == 405:                       # the path exists: say which methods it takes (and the Allow header)
+            allow = ", ".join(sorted(exc.headers["Allow"].split(", ")))
+            e = RequestError(f"{request.url.path} does not take {request.method}; it takes {allow}", None, 405, "method_not_allowed")
+            return JSONResponse(e.body(), 405, headers={"Allow": allow})
         return error(RequestError(f"no route {request.method} {request.url.path}; this server has / (a chat page), /v1/models, "
                                   f"/v1/chat/completions and /v1/completions", None, exc.status_code))
     routes = [Route("/", page, methods=["GET"]), Route("/health", health, methods=["GET"]), Route("/v1/models", models, methods=["GET"]),

@@ -180,6 +180,15 @@ def test_unknown_option_and_help():
         assert r.returncode == 0 and "usage: mint " + cmd in r.stdout
 
 
+def test_every_option_has_help():
+    "Every option of every subcommand says what it does in --help (once `mint demo --preset` and `--device` did not)."
+    import argparse
+    from mint.cli import build_parser
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    bare = [(name, a.option_strings[0]) for name, p in sub.choices.items() for a in p._actions if a.option_strings and not a.help]
+    assert bare == [], bare
+
+
 def test_gpu_command_without_gpu(capsys, monkeypatch):
     monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
     code, out, _ = run(["gpu"], capsys)

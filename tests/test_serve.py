@@ -330,6 +330,35 @@ def test_malformed_requests_mid_batch_harm_no_other(server):
         assert [f.result() for f in streams] == alone
 
 
+
+def test_a_failure_mid_stream_ends_with_an_error_event_and_done(server, monkeypatch):
+    "An exception after a stream's headers were sent (here: one request's sampling fails): the stream ends with an error event and [DONE]; the same failure unstreamed is a JSON 500; the other requests in the batch are untouched."
+    import httpx, mint.serve
+    client, _ = server
+    base = str(client.base_url).rstrip("/")
+    real = mint.serve.pick_next
+    def flaky(logits, temperature, *a, **kw):
+        if temperature == 0.123: raise FloatingPointError("a sampling bug")
+        return real(logits, temperature, *a, **kw)
+    monkeypatch.setattr(mint.serve, "pick_next", flaky)
+    ok = dict(model="tiny", prompt="中国", max_tokens=12, temperature=0)
+    want = client.completions.create(**ok).choices[0].text
+    def bad_stream(path, body):
+        with httpx.stream("POST", base + path, json={**body, "temperature": 0.123, "stream": True}, timeout=60) as r:
+            return r.status_code, [l for l in r.iter_lines() if l]
+    with ThreadPoolExecutor(3) as ex:
+        good = ex.submit(lambda: client.completions.create(**ok).choices[0].text)
+        chat = ex.submit(bad_stream, "/chat/completions", dict(model="tiny", messages=[{"role": "user", "content": "你好"}], max_tokens=5))
+        comp = ex.submit(bad_stream, "/completions", dict(model="tiny", prompt="中国", max_tokens=5))
+        assert good.result() == want
+        for status, lines in (chat.result(), comp.result()):
+            assert status == 200 and lines[-1] == "data: [DONE]", lines
+            err = json.loads(lines[-2][6:])["error"]
+            assert err["type"] == "server_error" and "internal error" in err["message"], lines
+    r = httpx.post(base + "/completions", json={**ok, "temperature": 0.123}, timeout=60)
+    assert r.status_code == 500 and r.json()["error"]["type"] == "server_error", r.text
+    assert client.completions.create(**ok).choices[0].text == want
+
 # --- `mint serve` itself, from outside ------------------------------------------------------------------------------
 
 def mint_cmd(*args):
@@ -434,16 +463,16 @@ def test_nan_infinity_and_bad_seed_are_400s_naming_the_field(mint_server):
 # Every numeric (and boolean) request field, with what its 400 must say: (field, raw JSON values, the allowed range in the message, endpoints)
 BOTH, CHAT, COMPLETIONS = ("/v1/completions", "/v1/chat/completions"), ("/v1/chat/completions",), ("/v1/completions",)
 HOSTILE = [
-    ("temperature", ["NaN", "Infinity", "-Infinity", "-0.1", "2.5", '"0.5"', "true", "[1]", "1e999", "1" + "0" * 40, "1" + "0" * 400], "[0, 2]", BOTH),
+    ("temperature", ["NaN", "Infinity", "-Infinity", "-0.1", "2.5", '"0.5"', "true", "[1]", "1e999", "1" + "0" * 40, "1" + "0" * 400, "1" * 5000], "[0, 2]", BOTH),
     ("top_p", ["NaN", "0", "-1", "1.5", '"x"', "false", "1e999"], "(0, 1]", BOTH),
     ("top_k", ["NaN", "-1", "2.5", "1e999", "1" + "0" * 40, "1" + "0" * 400, "true", '"50"'], "[0, 2147483647]", BOTH),
-    ("max_tokens", ["NaN", "0", "-5", "1.5", '"10"', "1e30", "1" + "0" * 40, "{}"], "[1, 2147483647]", BOTH),
+    ("max_tokens", ["NaN", "0", "-5", "1.5", '"10"', "1e30", "1" + "0" * 40, "{}", "9" * 5000, "-" + "9" * 5000], "[1, 2147483647]", BOTH),
     ("max_completion_tokens", ["NaN", "0", "Infinity", "2.5"], "[1, 2147483647]", BOTH),
-    ("seed", ["NaN", "-1", "1.5", str(2**63), '"1"', "true", "-Infinity"], "[0, 9223372036854775807]", BOTH),
+    ("seed", ["NaN", "-1", "1.5", str(2**63), '"1"', "true", "-Infinity", "1" * 4301], "[0, 9223372036854775807]", BOTH),
     ("n", ["NaN", "0", "17", "1.5", "true", '"2"'], "[1, 16]", BOTH),
     ("presence_penalty", ["NaN", "Infinity", "-Infinity", "3", "-2.5", '"0"', "true", "0.5"], "[-2, 2]", BOTH),
     ("frequency_penalty", ["NaN", "Infinity", "2.01", '"0"', "[]", "-1"], "[-2, 2]", BOTH),
-    ("logit_bias", ['{"5": NaN}', '{"5": Infinity}', '{"5": 101}', '{"5": "1"}', "[]", "1"], "[-100, 100]", BOTH),
+    ("logit_bias", ['{"5": NaN}', '{"5": Infinity}', '{"5": 101}', '{"5": "1"}', "[]", "1", '{"5": %s}' % ("7" * 5000)], "[-100, 100]", BOTH),
     ("best_of", ["NaN", "0", "17", "1.5", '"1"'], "[1, 16]", BOTH),
     ("top_logprobs", ["NaN", "-1", "21", "2.5", '"3"'], "[0, 20]", CHAT),        # with "logprobs": true
     ("logprobs", ["NaN", "6", "-1", "true", "2.5"], "[0, 5]", COMPLETIONS),
@@ -481,6 +510,83 @@ def test_every_numeric_field_refuses_nan_inf_range_and_type(mint_server):
         r = post(base, "/v1/completions", '{"model": "tiny", "prompt": "中国", "%s": %s}' % (field, raw))
         assert r.status_code == 400 and says in r.json()["error"]["message"], (field, r.text)     # refused, not silently ignored
 
+
+def alternating(n, text="好"):
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": text} for i in range(n)]
+
+
+def test_many_messages_are_fast_and_a_heavy_request_does_not_stall_a_light_one(mint_server):
+    "The chat prompt is built in time linear in the messages, in the request's own thread: 4,095 messages answer at once, 90,001 (3.4 MB) are a 400 naming 'messages' and the limit, and a light completion sent while such bodies are being handled waits at most a small bound longer than alone (it once waited 93 s)."
+    from mint.serve import MAX_MESSAGES
+    base = mint_server.base
+    def timed(path, body):
+        t = time.perf_counter(); r = post(base, path, body); return r, time.perf_counter() - t
+    r, secs = timed("/v1/chat/completions", {"model": "tiny", "messages": alternating(MAX_MESSAGES - 1), "max_tokens": 3, "temperature": 0})
+    assert r.status_code == 200 and r.json()["usage"]["prompt_tokens"] <= mint_server.ck.config.max_seq_len and secs < 5, (r.text, secs)
+    huge = json.dumps({"model": "tiny", "messages": alternating(90_001), "max_tokens": 3})
+    assert 3_000_000 < len(huge.encode()) < 4 * 2**20
+    r, secs = timed("/v1/chat/completions", huge)
+    e = r.json()["error"]
+    assert r.status_code == 400 and e["param"] == "messages" and f"{MAX_MESSAGES:,}" in e["message"] and secs < 5, (e, secs)
+    light = {"model": "tiny", "prompt": "中", "max_tokens": 3, "temperature": 0}
+    alone = min(timed("/v1/completions", light)[1] for _ in range(3))
+    heavy = [huge, json.dumps({"model": "tiny", "messages": alternating(MAX_MESSAGES - 2, "好" * 250) + alternating(1), "max_tokens": 3},
+                                ensure_ascii=False)]                 # 3.1 MB: long old rounds, a short last question
+    stop, done = threading.Event(), []
+    def pound(body):
+        while not stop.is_set(): done.append(timed("/v1/chat/completions", body)[0].status_code)
+    with ThreadPoolExecutor(4) as ex:
+        hammers = [ex.submit(pound, b) for b in heavy]
+        time.sleep(0.3)
+        waits = [timed("/v1/completions", light) for _ in range(5)]
+        stop.set()
+        for h in hammers: h.result()
+    assert all(r.status_code == 200 for r, _ in waits) and {200, 400} <= set(done) <= {200, 400}, done
+    assert max(t for _, t in waits) < alone + 3, (alone, [t for _, t in waits])
+
+
+def test_chat_refuses_a_last_message_that_does_not_fit_like_completions(mint_server):
+    "A last user message too long for the prompt's part of the window is the 400 context_length_exceeded that /v1/completions gives a prompt longer than the window (not silently cut); older rounds are still dropped whole to make room."
+    base, cfg = mint_server.base, mint_server.ck.config
+    long = "中国人民" * 50
+    chat = post(base, "/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": long}], "max_tokens": 3})
+    comp = post(base, "/v1/completions", {"model": "tiny", "prompt": long, "max_tokens": 3})
+    for r in (chat, comp):
+        assert r.status_code == 400 and r.json()["error"]["code"] == "context_length_exceeded", r.text
+    assert chat.json()["error"]["param"] == "messages" and str(cfg.max_seq_len) in chat.json()["error"]["message"]
+    r = post(base, "/v1/chat/completions", {"model": "tiny", "messages": alternating(8, long) + [{"role": "user", "content": "你好"}],
+                                            "max_tokens": 3, "temperature": 0})
+    assert r.status_code == 200 and r.json()["usage"]["prompt_tokens"] <= cfg.max_seq_len - min(cfg.max_seq_len // 2, 50), r.text
+
+
+def test_tiny_temperatures_are_greedy_streamed_or_not(mint_server):
+    "Every temperature > 0 is well defined: 1e-300 down to 5e-324 give the greedy reply (once a 500, and a stream cut after its role chunk with no [DONE])."
+    import httpx
+    base = mint_server.base
+    msgs = [{"role": "user", "content": "中国人民"}]
+    greedy = post(base, "/v1/chat/completions", {"model": "tiny", "messages": msgs, "max_tokens": 8, "temperature": 0}).json()
+    for t in (1e-300, 1e-308, 1e-310, 1e-320, 5e-324):
+        r = post(base, "/v1/chat/completions", {"model": "tiny", "messages": msgs, "max_tokens": 8, "temperature": t, "seed": 1})
+        assert r.status_code == 200 and r.json()["choices"] == greedy["choices"], (t, r.text)
+        with httpx.stream("POST", base + "/v1/chat/completions", json={"model": "tiny", "messages": msgs, "max_tokens": 8, "temperature": t,
+                                                                       "stream": True}, timeout=60) as s:
+            lines = [l for l in s.iter_lines() if l]
+        assert lines[-1] == "data: [DONE]", (t, lines)
+        text = "".join(json.loads(l[6:])["choices"][0]["delta"].get("content", "") for l in lines[:-1])
+        assert text == greedy["choices"][0]["message"]["content"], (t, text)
+
+
+def test_wrong_method_is_405_with_allow(mint_server):
+    "A method a path does not take is a 405 with an Allow header, whatever the Content-Type (once a PUT was a 415)."
+    import httpx
+    base = mint_server.base
+    body = json.dumps({"model": "tiny", "prompt": "x"})
+    for method, path, ctype, allow in (("PUT", "/v1/completions", "application/json", "POST"), ("PUT", "/v1/completions", "text/plain", "POST"),
+                                       ("PATCH", "/v1/chat/completions", None, "POST"), ("GET", "/v1/completions", None, "POST"),
+                                       ("DELETE", "/v1/models", None, "GET, HEAD"), ("PUT", "/", "application/json", "GET, HEAD")):
+        r = httpx.request(method, base + path, content=body, headers={"content-type": ctype} if ctype else {})
+        assert (r.status_code, r.headers.get("allow"), r.json()["error"]["code"]) == (405, allow, "method_not_allowed"), (method, path, r.text)
+        assert method in r.json()["error"]["message"] and allow in r.json()["error"]["message"]
 
 def test_disconnect_mid_body_is_not_a_traceback(mint_server):
     "A client that promises 1000 bytes, sends 20 and hangs up: the server goes on answering, and prints nothing (checked at teardown)."
