@@ -99,8 +99,14 @@ def mint_run(a, budget_s: float) -> dict:
                        log=lambda *x, **k: None, tokenizer=a.tokenizer, vocab_size=a.vocab_size, budget=budget_s)
     b = rep["budget"]
     replan = dict(step=b["replan_step"], at_s=b["replan_at_s"], step_s=b["replan_step_s"], steps=b["replanned_steps"]) if b["replanned_steps"] else None
+    # Like with like: the peer scores its final weights on the whole validation set, and so does Mint's final validation
+    # (`last_val_loss`). A budget run's periodic validations use a 16-batch subset, and the run's `bits` come from the best
+    # of those (rep["bits"]["nats_per_token"]): a different, smaller set, so they are rescaled to the whole-set loss here
+    # (every unit is linear in the loss; the floors do not depend on it). Records before 2026-12-02T14:30 hold the subset's.
+    scale = rep["last_val_loss"] / rep["bits"]["nats_per_token"]
+    bits = {k: v * scale if k in ("nats_per_token", "bits_per_char", "bits_per_byte") else v for k, v in rep["bits"].items()}
     return dict(side="Mint", first_plan=b["steps"], replan=replan, reason=rep["reason"], steps=rep["steps"], step_s=b["step_s"], seconds=b["used_s"],
-                total_seconds=time.perf_counter() - t0, val_loss=rep["last_val_loss"], **rep["bits"])
+                total_seconds=time.perf_counter() - t0, val_loss=rep["last_val_loss"], best_subset_nats_per_token=rep["bits"]["nats_per_token"], **bits)
 
 
 def main(argv=None):
