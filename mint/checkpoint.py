@@ -145,6 +145,9 @@ def read_info(path) -> dict:
     "The JSON stored in a Mint safetensors file's header (only the header is read); `CheckpointError` if the file is missing, truncated or not Mint's."
     path = Path(path)
     if not path.is_file(): raise CheckpointError(f"{path}: checkpoint not found")
+    with open(path, "rb") as f: magic = f.read(4)
+    if magic == b"GGUF":                                   # an export for llama.cpp, given where a checkpoint goes
+        raise CheckpointError(f"{path}: a GGUF file (an export for llama.cpp), not a Mint checkpoint: give the run's best.safetensors or its folder")
     try:
         with safe_open(str(path), framework="numpy") as f: text = (f.metadata() or {}).get("mint")
     except (SafetensorError, OSError, ValueError) as e:

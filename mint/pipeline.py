@@ -114,10 +114,11 @@ def check_out_dir(out_dir, overwrite: bool = False):
     check_output(out_dir, "run")
     ck, st = Path(out_dir) / "best.safetensors", Path(out_dir) / STATE_NAME
     if overwrite: return
+    _loss = lambda v: f"{v:.4f}" if isinstance(v, (int, float)) else "?"
     resume = f"continue it with `mint train --resume {out_dir}`, " if st.exists() else ""
     if ck.exists():
         m = checkpoint_meta(ck)
-        raise ValueError(f"{ck} already exists (step {m.get('step', '?')}, validation loss {m.get('val_loss', '?')}): "
+        raise ValueError(f"{ck} already exists (step {m.get('step', '?')}, validation loss {_loss(m.get('val_loss'))}): "
                          f"a new run would replace it — {resume}choose another --out, or pass --overwrite")
     if st.exists():
         raise ValueError(f"{st} holds an unfinished run: a new run would replace it — {resume}choose another --out, or pass --overwrite")
