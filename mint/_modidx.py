@@ -68,6 +68,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'mint.checkpoint._read_holder': ('checkpoint.html#_read_holder', 'mint/checkpoint.py'),
                                  'mint.checkpoint._runs_below': ('checkpoint.html#_runs_below', 'mint/checkpoint.py'),
                                  'mint.checkpoint._try_lock': ('checkpoint.html#_try_lock', 'mint/checkpoint.py'),
+                                 'mint.checkpoint._umask': ('checkpoint.html#_umask', 'mint/checkpoint.py'),
                                  'mint.checkpoint._what_run': ('checkpoint.html#_what_run', 'mint/checkpoint.py'),
                                  'mint.checkpoint.atomic_write': ('checkpoint.html#atomic_write', 'mint/checkpoint.py'),
                                  'mint.checkpoint.check_disk_space': ('checkpoint.html#check_disk_space', 'mint/checkpoint.py'),

@@ -59,6 +59,11 @@ def _fsync_dir(folder: Path):
     finally: os.close(fd)
 
 # %% ../nbs/35_checkpoint.ipynb #f7057e4c
+def _umask() -> int:
+    "This process's umask (read by setting it and putting it back: Python has no getter)."
+    umask = os.umask(0); os.umask(umask)
+    return umask
+
 def atomic_write(path, data) -> Path:
     "Write `data` (bytes, str as UTF-8, or a function `write(tmp_path)`) to `path`: temp file in the same folder, fsync, rename, fsync of the folder. A crash leaves the old file or the new one; an error raises `SaveError` naming `path`."
     path = Path(path)
@@ -79,8 +84,7 @@ def atomic_write(path, data) -> Path:
                 chunk = view[i:i + CHUNK]
                 while len(chunk): chunk = chunk[os.write(fd, chunk):]
                 _at("wrote", path)
-        umask = os.umask(0); os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)        # mkstemp makes 0600; give the file the permissions `open` would
+        os.chmod(tmp, 0o666 & ~_umask())      # mkstemp makes 0600; give the file the permissions `open` would
         os.fsync(fd); os.close(fd); fd = None
         _at("synced", path)
         os.replace(tmp, path); tmp = None
@@ -542,8 +546,7 @@ def temp_folder_beside(out) -> Path:
     "A new hidden folder next to `out` (same file system: it can be renamed onto `out`) with the permissions `mkdir` gives; `tempfile.mkdtemp` makes 0700, which other users and containers cannot open."
     out = Path(out)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    umask = os.umask(0); os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)
+    os.chmod(tmp, 0o777 & ~_umask())
     return tmp
 
 
