@@ -31,7 +31,41 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD/.gpu_site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0   # no MPLBACKEND: it would wipe the stored figures
 unset NUMBA_ENABLE_CUDASIM
 { date -u +%FT%TZ; nvidia-smi -L; python3 -c "import sys; from mint.cli import main; sys.exit(main(['gpu']))"; } 2>&1 | tee "$OUT/gpu_info_$PART.txt"
-if [ "$PART" = T ]; then
+if [ "$PART" = W ]; then
+  # W: one lease for what was still unmeasured (2026-12-02 evening): the kernel ladders (L), chapter 27 executed on the
+  #    GPU, Muon at medium, and bench_scale's rows the earlier lease did not reach (large, medium, d1024 --recompute),
+  #    in the time left of 540 s; everything comes back in $OUT/w.tar (the device returns at most 8 files)
+  L=/tmp/wlogs; mkdir -p $L
+  l_nbs="nbs/03_kernels.ipynb nbs/05_embedding.ipynb nbs/07_rmsnorm.ipynb nbs/10_loss.ipynb nbs/11_optim.ipynb"
+  for nb in $l_nbs; do
+    ( time timeout 70 nbdev-test --flags gpu "$nb" ) > "$L/ladder_$(basename "$nb" .ipynb).log" 2>&1
+    echo "$nb: exit $? at ${SECONDS}s"; tail -3 "$L/ladder_$(basename "$nb" .ipynb).log"
+  done
+  ( time timeout 90 python3 tools/run_notebooks.py nbs/27_recompute.ipynb --timeout 85 ) > "$L/run_notebooks_27.log" 2>&1
+  tail -6 "$L/run_notebooks_27.log"; echo "at ${SECONDS}s"
+  ( time timeout 80 python3 bench/muon_vs_adam.py --device cuda --preset medium --steps 300 --batch-size 32 ) > "$L/muon_medium.log" 2>&1
+  tail -8 "$L/muon_medium.log"; cp bench/results/muon_vs_adam.jsonl "$L/" 2>/dev/null; echo "at ${SECONDS}s"
+  left=$((520 - SECONDS)); [ $left -gt 30 ] && ( time timeout $left python3 bench/bench_scale.py --configs large medium d1024 \
+      --mint bf16 tf32 --bf16-gemm tc cublas-bf16 --torch bf16 --steps 5 --rounds 2 --budget-s $((left - 25)) --out "$L" ) > "$L/bench_scale.log" 2>&1
+  tail -14 "$L/bench_scale.log"
+  tar cf "$OUT/w.tar" nbs/27_recompute.ipynb bench/results/gpu_cells -C /tmp wlogs 2>/dev/null; ls -la "$OUT"
+elif [ "$PART" = X ]; then
+  # X: the two ladders W stopped in (03, 11) again after their fixes, and issue 18 on the GPU: bench_decode, bench_serve
+  #    (batched decoding on the device, 1/4/16/64 clients), bench_startup (cold and warm); all in $OUT/x.tar
+  L=/tmp/xlogs; mkdir -p $L
+  for nb in nbs/03_kernels.ipynb nbs/11_optim.ipynb; do
+    ( time timeout 70 nbdev-test --flags gpu "$nb" ) > "$L/ladder_$(basename "$nb" .ipynb).log" 2>&1
+    echo "$nb: exit $? at ${SECONDS}s"; tail -3 "$L/ladder_$(basename "$nb" .ipynb).log"
+  done
+  ( time timeout 100 python3 bench/bench_decode.py --device cuda --presets tiny medium d512 --rounds 2 ) > "$L/bench_decode_cuda.log" 2>&1
+  tail -8 "$L/bench_decode_cuda.log"; echo "at ${SECONDS}s"
+  ( time timeout 170 python3 bench/bench_serve.py --device cuda --clients 1 4 16 64 --requests 2 --rounds 1 --slots 64 ) > "$L/bench_serve_cuda.log" 2>&1
+  tail -12 "$L/bench_serve_cuda.log"; echo "at ${SECONDS}s"
+  left=$((500 - SECONDS)); [ $left -gt 30 ] && ( time timeout $left python3 bench/bench_startup.py --device cuda --preset medium --rounds 2 ) > "$L/bench_startup_cuda.log" 2>&1
+  tail -12 "$L/bench_startup_cuda.log"
+  cp bench/results/*cuda*.jsonl bench/results/startup*.jsonl bench/results/serve*.jsonl "$L/" 2>/dev/null
+  tar cf "$OUT/x.tar" bench/results/gpu_cells -C /tmp xlogs 2>/dev/null; ls -la "$OUT"
+elif [ "$PART" = T ]; then
   # T: tensor cores (issue 17), one lease: bench/bench_scale.py (Mint bf16 with the tensor-core GEMMs v7 and cuBLAS bf16
   #    and the tensor-core flash attention, Mint TF32, against PyTorch bf16 autocast + torch.compile + fused Adam), then
   #    chapters 24-27 executed on the GPU (their #| gpu cells' outputs stored)
