@@ -410,13 +410,18 @@ def _time_calls(fn, b: int, reps: int, warmup: int, reset=None) -> float:
 
 # %% ../nbs/03_kernels.ipynb #e42c343d
 def sweep_blocks(rungs, sizes=None, check=None, tol: float = 1e-5, reps: int = 20, warmup: int = 2, reset=None) -> dict:
-    "Run each rung (`{name: launch}` or one `launch`; `launch(block)` launches with `block` threads per block and returns its result) at each block size of `sizes` (default SWEEP_SIZES): check the result with `check(result) -> error` (AssertionError above `tol`) and, on a GPU, time `reps` calls with CUDA events. `reset()` runs before every call, untimed (for rungs that update their inputs in place). Prints `sweep_table`; returns {(name, block): (µs per call or None, error or None)}."
+    "Run each rung (`{name: launch}` or one `launch`; `launch(block)` launches with `block` threads per block and returns its result) at each block size of `sizes` (default SWEEP_SIZES): check the result with `check(result) -> error` (AssertionError above `tol`) and, on a GPU, time `reps` calls with CUDA events. `reset()` runs before every call, untimed (for rungs that update their inputs in place). A block size the GPU refuses to launch (too many registers for that many threads) is reported and left out. Prints `sweep_table`; returns {(name, block): (µs per call or None, error or None)}."
     if callable(rungs): rungs = {"launch": rungs}
     res = {}
     for name, fn in rungs.items():
         for b in (SWEEP_SIZES if sizes is None else sizes):
             if reset is not None: reset()
-            err = None if check is None else float(check(fn(b)))
+            try: out = fn(b)
+            except Exception as e:                             # a real GPU refuses a block its registers cannot hold
+                if "OUT_OF_RESOURCES" not in str(e): raise
+                print(f"{name}: does not launch with {b} threads per block (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: too many registers per thread)")
+                continue
+            err = None if check is None else float(check(out))
             if err is not None and not err <= tol:            # NaN fails too
                 raise AssertionError(f"sweep_blocks: {name} with {b} threads per block: error {err:.2e} > {tol:g}")
             res[name, b] = (None if simulator_enabled() else _time_calls(fn, b, reps, warmup, reset), err)
