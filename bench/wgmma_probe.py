@@ -40,6 +40,7 @@ typedef long long i64;
 #define B_STAGE (BN * 128)
 #define STAGE_BYTES (A_STAGE + B_STAGE)
 #define NACC (BN / 2)
+#define ATOM 8192            // an MN-major tile: 64 elements of M or N x the slab's 64 k-rows, 8 groups of 1024 bytes
 
 __device__ __forceinline__ u32 smem_u32(const void* p) {
   u32 a;
@@ -47,34 +48,49 @@ __device__ __forceinline__ u32 smem_u32(const void* p) {
   return a;
 }
 
-// A K-major operand tile in shared memory: rows of 64 bf16 (128 bytes) written with the 128-byte swizzle, 8-row
-// groups 1024 bytes apart (the stride byte offset); the leading byte offset is unused for swizzled K-major tiles.
-__device__ __forceinline__ u64 sw128_desc(u32 addr) {
-  return (u64)((addr & 0x3FFFF) >> 4) | ((u64)1 << 16) | ((u64)(1024 >> 4) << 32) | ((u64)1 << 62);
+// Descriptor of an operand tile in shared memory written with the 128-byte swizzle. K-major: rows of 64 k (128 bytes),
+// 8-row groups 1024 bytes apart (stride byte offset); the leading byte offset is unused. MN-major: rows of 64 m (or n)
+// per k, 8-k groups 1024 bytes apart (stride byte offset), 64-wide column atoms ATOM bytes apart (leading byte offset).
+__device__ __forceinline__ u64 sw128_desc(u32 addr, u32 lbo, u32 sbo) {
+  return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | ((u64)1 << 62);
 }
 
-// One slab: rows r0.. of a K-major matrix (ld elements per row), columns k0..k0+63, into `rows` swizzled rows.
-__device__ __forceinline__ void load_rows(u32 dst, const bf16_t* src, i64 ld, i64 r0, i64 k0, int rows, int tid) {
+__device__ __forceinline__ void cp16(u32 s, const bf16_t* g, bool ok) {   // 16 bytes, or zeros when !ok
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(g), "r"(ok ? 16 : 0));
+}
+
+// K-major slab: `rows` rows r0.. (of R) of a matrix stored [R][K], columns k0..k0+63, 128-byte-swizzled rows.
+__device__ __forceinline__ void load_kmajor(u32 dst, const bf16_t* src, i64 ld, i64 r0, i64 R, i64 k0, i64 K, int rows, int tid) {
   for (int c = tid; c < rows * 8; c += 256) {
     const int r = c >> 3, ch = c & 7;
-    const u32 s = dst + r * 128 + ((ch ^ (r & 7)) << 4);
-    const bf16_t* g = src + (r0 + r) * ld + k0 + ch * 8;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(g));
+    const bool ok = r0 + r < R && k0 + ch * 8 < K;
+    cp16(dst + r * 128 + ((ch ^ (r & 7)) << 4), ok ? src + (r0 + r) * ld + k0 + ch * 8 : src, ok);
+  }
+}
+
+// MN-major slab: k-rows k0..k0+63 (of K) of a matrix stored [K][C], columns c0..c0+cols-1 (of C), in atoms of 64 columns.
+__device__ __forceinline__ void load_mnmajor(u32 dst, const bf16_t* src, i64 ld, i64 c0, i64 C, i64 k0, i64 K, int cols, int tid) {
+  const int cpr = cols / 8;
+  for (int c = tid; c < 64 * cpr; c += 256) {
+    const int kr = c / cpr, cc = c % cpr, ch = cc & 7;
+    const bool ok = k0 + kr < K && c0 + cc * 8 < C;
+    cp16(dst + (cc >> 3) * ATOM + (kr >> 3) * 1024 + (kr & 7) * 128 + ((ch ^ (kr & 7)) << 4),
+         ok ? src + (k0 + kr) * ld + c0 + cc * 8 : src, ok);
   }
 }
 """
 
 
 def wgmma_asm(n: int) -> str:
-    "The C++ of `wgmma_step(d, da, db)`: d (n/2 floats per thread) += A(64x16) . B(nx16)^T, both from descriptors."
+    "The C++ of `wgmma_step(d, da, db)`: d (n/2 floats per thread) += A(64x16) . B(16xn), operands from descriptors."
     k = n // 2
     regs = ", ".join(f"%{i}" for i in range(k))
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(k))
     return (f"__device__ __forceinline__ void wgmma_step(float* d, u64 da, u64 db) {{\n"
             f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{k + 2}, 0;\\n"\n'
-            f'               "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{regs}}}, %{k}, %{k + 1}, p, 1, 1, 0, 0;\\n}}\\n"\n'
+            f'               "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{regs}}}, %{k}, %{k + 1}, p, 1, 1, %{k + 3}, %{k + 4};\\n}}\\n"\n'
             f'               : {outs}\n'
-            f'               : "l"(da), "l"(db), "r"(1));\n}}\n')
+            f'               : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB ? 0 : 1));\n}}\n')
 
 
 MAIN = r"""
@@ -83,7 +99,15 @@ __device__ __forceinline__ void fence_acc(float* d) {
   for (int i = 0; i < NACC; i++) asm volatile("" : "+f"(d[i]) :: "memory");
 }
 
-extern "C" __device__ void MINT_NAME(i64 pa, i64 pb, i64 pc, i64 M, i64 N, i64 K, i64 lda, i64 ldb, i64 ldc) {
+__device__ __forceinline__ void load_slab(u32 st, const bf16_t* A, const bf16_t* B, i64 M, i64 N, i64 K, i64 lda, i64 ldb,
+                                          i64 m0, i64 n0, i64 k0, int tid) {
+  if (TA) load_mnmajor(st, A, lda, m0, M, k0, K, BM, tid); else load_kmajor(st, A, lda, m0, M, k0, K, BM, tid);
+  if (TB) load_kmajor(st + A_STAGE, B, ldb, n0, N, k0, K, BN, tid); else load_mnmajor(st + A_STAGE, B, ldb, n0, N, k0, K, BN, tid);
+}
+
+// C[M,N] = op(A) op(B) (+ bias): A stored [M,K] (or [K,M] with TA), B stored [K,N] (or [N,K] with TB), bf16; C fp32.
+extern "C" __device__ void MINT_NAME(i64 pa, i64 pb, i64 pc, i64 pbias, i64 M, i64 N, i64 K,
+                                     i64 lda, i64 ldb, i64 ldc, i64 has_bias) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;           // the swizzle repeats every 1024 bytes
   const bf16_t* A = (const bf16_t*)pa;
@@ -93,75 +117,60 @@ extern "C" __device__ void MINT_NAME(i64 pa, i64 pb, i64 pc, i64 M, i64 N, i64 K
   float d[NACC];
 #pragma unroll
   for (int i = 0; i < NACC; i++) d[i] = 0.0f;
-  const int nk = (int)(K / BK);
+  const int nk = (int)((K + BK - 1) / BK);
   for (int s = 0; s < STAGES - 1; s++) {
-    if (s < nk) {
-      load_rows(base + s * STAGE_BYTES, A, lda, m0, (i64)s * BK, BM, tid);
-      load_rows(base + s * STAGE_BYTES + A_STAGE, B, ldb, n0, (i64)s * BK, BN, tid);
-    }
+    if (s < nk) load_slab(base + s * STAGE_BYTES, A, B, M, N, K, lda, ldb, m0, n0, (i64)s * BK, tid);
     asm volatile("cp.async.commit_group;\n" ::);
   }
+  // per 16-wide k step: K-major tiles move 32 bytes along their rows, MN-major tiles two 8-row groups (2048 bytes)
+  const u32 a_off = TA ? wg * ATOM : wg * 64 * 128, a_step = TA ? 2048 : 32, b_step = TB ? 32 : 2048;
+  const u32 a_lbo = TA ? ATOM : 16, b_lbo = TB ? 16 : ATOM;
   for (int kt = 0; kt < nk; kt++) {
     asm volatile("cp.async.wait_group %0;\n" :: "n"(STAGES - 2) : "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // our copies, visible to the tensor cores
     __syncthreads();
-#if !WAIT1
-    {
-      const int nxt = kt + STAGES - 1;                              // its stage was read by slab kt-1: all done
-      if (nxt < nk) {
-        const u32 st = base + (nxt % STAGES) * STAGE_BYTES;
-        load_rows(st, A, lda, m0, (i64)nxt * BK, BM, tid);
-        load_rows(st + A_STAGE, B, ldb, n0, (i64)nxt * BK, BN, tid);
-      }
-      asm volatile("cp.async.commit_group;\n" ::);
-    }
-#endif
-    const u32 sa = base + (kt % STAGES) * STAGE_BYTES + wg * 64 * 128;   // this warpgroup's 64 rows of A
+    const u32 sa = base + (kt % STAGES) * STAGE_BYTES + a_off;
     const u32 sb = base + (kt % STAGES) * STAGE_BYTES + A_STAGE;
     fence_acc(d);
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-    for (int kk = 0; kk < BK / 16; kk++) wgmma_step(d, sw128_desc(sa + kk * 32), sw128_desc(sb + kk * 32));
+    for (int kk = 0; kk < BK / 16; kk++)
+      wgmma_step(d, sw128_desc(sa + kk * a_step, a_lbo, 1024), sw128_desc(sb + kk * b_step, b_lbo, 1024));
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-#if WAIT1
     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // slab kt-1's products are done (ours) ...
     fence_acc(d);
     __syncthreads();                                                  // ... and everyone's: its stage is free
-    {
-      const int nxt = kt + STAGES - 1;
-      if (nxt < nk) {
-        const u32 st = base + (nxt % STAGES) * STAGE_BYTES;
-        load_rows(st, A, lda, m0, (i64)nxt * BK, BM, tid);
-        load_rows(st + A_STAGE, B, ldb, n0, (i64)nxt * BK, BN, tid);
-      }
-      asm volatile("cp.async.commit_group;\n" ::);
-    }
-#else
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    fence_acc(d);
-#endif
+    const int nxt = kt + STAGES - 1;
+    if (nxt < nk) load_slab(base + (nxt % STAGES) * STAGE_BYTES, A, B, M, N, K, lda, ldb, m0, n0, (i64)nxt * BK, tid);
+    asm volatile("cp.async.commit_group;\n" ::);
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
   fence_acc(d);
   float* C = (float*)pc;
+  const float* bias = (const float*)pbias;
   const int w = (tid & 127) >> 5, l = tid & 31;
   const i64 row = m0 + wg * 64 + w * 16 + (l >> 2);
   const i64 col = n0 + 2 * (l & 3);
 #pragma unroll
-  for (int j = 0; j < BN / 8; j++) {
-    *reinterpret_cast<float2*>(C + row * ldc + col + 8 * j) = make_float2(d[4 * j], d[4 * j + 1]);
-    *reinterpret_cast<float2*>(C + (row + 8) * ldc + col + 8 * j) = make_float2(d[4 * j + 2], d[4 * j + 3]);
-  }
+  for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const i64 r = row + 8 * h, c = col + 8 * j;
+      if (r >= M) continue;
+      float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
+      if (has_bias) { if (c < N) v0 += bias[c]; if (c + 1 < N) v1 += bias[c + 1]; }
+      if (c + 1 < N && ((ldc | c) & 1) == 0) *reinterpret_cast<float2*>(C + r * ldc + c) = make_float2(v0, v1);
+      else { if (c < N) C[r * ldc + c] = v0; if (c + 1 < N) C[r * ldc + c + 1] = v1; }
+    }
 }
 """
 
-VARIANTS = [dict(bn=256, stages=4, wait1=0), dict(bn=256, stages=4, wait1=1), dict(bn=128, stages=6, wait1=1),
-            dict(bn=128, stages=4, wait1=0)]
+VARIANTS = [dict(bn=256, stages=4), dict(bn=128, stages=6)]
 
 
-def source(bn: int, stages: int, wait1: int) -> tuple[str, str]:
-    name = f"mint_wgmma_{bn}_s{stages}_w{wait1}"
-    head = f"#define MINT_NAME {name}\n#define BN {bn}\n#define STAGES {stages}\n#define WAIT1 {wait1}\n"
+def source(bn: int, stages: int, ta: int = 0, tb: int = 1) -> tuple[str, str]:
+    name = f"mint_wgmma_{bn}_s{stages}_{'t' if ta else 'n'}{'t' if tb else 'n'}"
+    head = f"#define MINT_NAME {name}\n#define BN {bn}\n#define STAGES {stages}\n#define TA {ta}\n#define TB {tb}\n"
     return name, head + HEAD + wgmma_asm(bn) + MAIN
 
 
@@ -182,27 +191,35 @@ def main():
     from mint.tensor_cores import _allow_shared
     from mint.cublas import cublas_gemm
     dev = cuda.get_current_device()
-    print("device", dev.name.decode() if isinstance(dev.name, bytes) else dev.name, "cc", dev.compute_capability, flush=True)
-    SIG = "void(int64, int64, int64, int64, int64, int64, int64, int64, int64)"
+    print("device", dev.name, "cc", dev.compute_capability, flush=True)
+    SIG = "void(int64, int64, int64, int64, int64, int64, int64, int64, int64, int64, int64)"
 
-    def build(v):
-        name, src = source(**v)
+    def build(v, ta, tb, swap):
+        name, src = source(**v, ta=ta, tb=tb)
+        if swap:   # the other reading of the MN-major descriptor: leading and stride byte offsets exchanged
+            src = src.replace("sw128_desc(sa + kk * a_step, a_lbo, 1024)", "sw128_desc(sa + kk * a_step, TA ? 1024 : a_lbo, TA ? ATOM : 1024)")
+            src = src.replace("sw128_desc(sb + kk * b_step, b_lbo, 1024)", "sw128_desc(sb + kk * b_step, TB ? b_lbo : 1024, TB ? 1024 : ATOM)")
+            name += "_swap"; src = src.replace(f"#define MINT_NAME {name[:-5]}", f"#define MINT_NAME {name}")
         fn = cuda.declare_device(name, SIG, link=[cuda.CUSource(src)], abi="c")
         @cuda.jit(SIG, launch_bounds=(256, 1))
-        def k(a, b, c, M, N, K, lda, ldb, ldc):
-            fn(a, b, c, M, N, K, lda, ldb, ldc)
+        def k(a, b, c, bias, M, N, K, lda, ldb, ldc, hb):
+            fn(a, b, c, bias, M, N, K, lda, ldb, ldc, hb)
         _allow_shared(k, shared_bytes(**v))
         return k
 
-    def problem(M, N, K, seed):
+    def problem(M, N, K, ta, tb, seed):
         rng = np.random.default_rng(seed)
-        a = rng.standard_normal((M, K), dtype=np.float32).astype(ml_dtypes.bfloat16)
-        b = rng.standard_normal((N, K), dtype=np.float32).astype(ml_dtypes.bfloat16)
-        return a, b
+        A = rng.standard_normal((M, K), dtype=np.float32).astype(ml_dtypes.bfloat16)
+        B = rng.standard_normal((K, N), dtype=np.float32).astype(ml_dtypes.bfloat16)
+        a = np.ascontiguousarray(A.T) if ta else A
+        b = np.ascontiguousarray(B.T) if tb else B
+        return A, B, a, b
 
-    def launch(k, v, da, db, dc, M, N, K):
-        k[(N // v["bn"], M // 128), 256, 0, shared_bytes(**v)](da.device_ctypes_pointer.value, db.device_ctypes_pointer.value,
-                                                               dc.device_ctypes_pointer.value, M, N, K, K, K, N)
+    ptr = lambda x: 0 if x is None else x.device_ctypes_pointer.value
+
+    def launch(k, v, da, db, dc, M, N, K, bias=None):
+        k[(-(-N // v["bn"]), -(-M // 128)), 256, 0, shared_bytes(**v)](
+            ptr(da), ptr(db), ptr(dc), ptr(bias), M, N, K, da.shape[1], db.shape[1], N, int(bias is not None))
 
     def time_ms(fn, reps):
         fn(); cuda.synchronize()
@@ -213,58 +230,67 @@ def main():
             ts.append(cuda.event_elapsed_time(e0, e1))
         return float(np.median(ts))
 
-    shapes = [("4096³", 4096, 4096, 4096), ("d768 qkv 16384x2304x768", 16384, 2304, 768),
-              ("d768 up 16384x3072x768", 16384, 3072, 768), ("d768 down 16384x768x3072", 16384, 768, 3072),
-              ("8192³", 8192, 8192, 8192)]
     out = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), device=str(dev.name),
                checks=[], timings=[], failures=[])
     kernels = {}
-    for i, v in enumerate(VARIANTS):
-        t0 = time.time()
-        try:
-            k = build(v)
-            for (M, N, K) in [(256, 256, 128), (512, 768, 320), (1024, 1024, 1024)]:
-                if N % v["bn"]: continue
-                a, b = problem(M, N, K, seed=M + N + K + i)
-                dc = cuda.to_device(np.full((M, N), np.nan, np.float32))
-                launch(k, v, cuda.to_device(a.view(np.uint16)), cuda.to_device(b.view(np.uint16)), dc, M, N, K)
-                got = dc.copy_to_host()
-                ref = a.astype(np.float64) @ b.astype(np.float64).T
-                err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
-                nan = int(np.isnan(got).sum())
-                out["checks"].append(dict(**v, M=M, N=N, K=K, err=err, nan=nan))
-                print(f"check {v} {M}x{N}x{K}: err {err:.2e} nan {nan} ({time.time() - t0:.1f} s)", flush=True)
-                if not (err < 1e-4 and nan == 0): raise AssertionError(f"wrong result: err {err:.3e}, {nan} NaN")
-            kernels[i] = k
-        except Exception as e:
-            traceback.print_exc()
-            out["failures"].append(dict(**v, error=f"{type(e).__name__}: {e}"[:2000]))
-    for label, M, N, K in shapes:
-        a, b = problem(M, N, K, seed=1)
+    layouts = [(0, 1), (0, 0), (1, 0), (1, 1)]
+    for v in VARIANTS:
+        for ta, tb in layouts:
+            for swap in ((0, 1) if (ta or not tb) else (0,)):
+                key = (v["bn"], v["stages"], ta, tb)
+                if key in kernels: continue
+                tag = dict(**v, ta=ta, tb=tb, swap=swap)
+                t0 = time.time()
+                try:
+                    k = build(v, ta, tb, swap)
+                    for j, (M, N, K) in enumerate([(256, 256, 128), (200, 296, 136), (1024, 1024, 1024), (384, 768, 4096)]):
+                        A, B, a, b = problem(M, N, K, ta, tb, seed=M + N + K + j)
+                        bias = np.random.default_rng(j).standard_normal(N, dtype=np.float32) if j == 1 else None
+                        dc = cuda.to_device(np.full((M, N), np.nan, np.float32))
+                        launch(k, v, cuda.to_device(a.view(np.uint16)), cuda.to_device(b.view(np.uint16)), dc, M, N, K,
+                               None if bias is None else cuda.to_device(bias))
+                        got = dc.copy_to_host()
+                        ref = A.astype(np.float64) @ B.astype(np.float64) + (0 if bias is None else bias)
+                        err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+                        nan = int(np.isnan(got).sum())
+                        out["checks"].append(dict(**tag, M=M, N=N, K=K, err=err, nan=nan))
+                        print(f"check {tag} {M}x{N}x{K}: err {err:.2e} nan {nan} ({time.time() - t0:.1f} s)", flush=True)
+                        if not (err < 1e-4 and nan == 0): raise AssertionError(f"wrong result: err {err:.3e}, {nan} NaN")
+                    kernels[key] = (k, v, swap)
+                except Exception as e:
+                    print(f"FAILED {tag}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+                    out["failures"].append(dict(**tag, error=f"{type(e).__name__}: {e}"[:2000]))
+    shapes = [("4096³ NT", 4096, 4096, 4096, 0, 1), ("8192³ NT", 8192, 8192, 8192, 0, 1),
+              ("4096³ NN", 4096, 4096, 4096, 0, 0), ("4096³ TN", 4096, 4096, 4096, 1, 0),
+              ("d768 qkv fwd x.Wt 16384x2304x768", 16384, 2304, 768, 0, 1),
+              ("d768 qkv dX dY.W 16384x768x2304", 16384, 768, 2304, 0, 0),
+              ("d768 qkv dW dYt.X 2304x768x16384", 2304, 768, 16384, 1, 0),
+              ("d768 up fwd 16384x3072x768", 16384, 3072, 768, 0, 1),
+              ("d768 down fwd 16384x768x3072", 16384, 768, 3072, 0, 1)]
+    for label, M, N, K, ta, tb in shapes:
+        A, B, a, b = problem(M, N, K, ta, tb, seed=1)
         da, db = cuda.to_device(a.view(np.uint16)), cuda.to_device(b.view(np.uint16))
         dc = cuda.device_array((M, N), np.float32)
         flop = 2.0 * M * N * K
-        row = dict(shape=label, M=M, N=N, K=K)
+        row = dict(shape=label, M=M, N=N, K=K, ta=ta, tb=tb)
         try:
-            ms = time_ms(lambda: cublas_gemm(da, db, dc, None, False, True, mode="bf16"), args.reps)
-            row["cublas_bf16_tflops"] = flop / ms / 1e9
+            ms = time_ms(lambda: cublas_gemm(da, db, dc, None, bool(ta), bool(tb), mode="bf16"), args.reps)
+            row["cublas_bf16"] = flop / ms / 1e9
         except Exception as e:
             row["cublas_error"] = f"{type(e).__name__}: {e}"[:500]
-        for i, k in kernels.items():
-            v = VARIANTS[i]
-            if N % v["bn"]: continue
+        for (bn, st, kta, ktb), (k, v, swap) in kernels.items():
+            if (kta, ktb) != (ta, tb): continue
             ms = time_ms(lambda: launch(k, v, da, db, dc, M, N, K), args.reps)
-            row["wgmma_{bn}_s{stages}_w{wait1}_tflops".format(**v)] = flop / ms / 1e9
+            row[f"wgmma_{bn}_s{st}"] = flop / ms / 1e9
         out["timings"].append(row)
         print(json.dumps(row), flush=True)
     dest = Path(os.environ.get("OUT", "bench/results")) / "wgmma_probe.json"
     dest.write_text(json.dumps(out, indent=1))
-    key = lambda v: "wgmma_{bn}_s{stages}_w{wait1}_tflops".format(**v)
-    print("| shape | cuBLAS bf16 | " + " | ".join(f"wgmma {v}" for v in VARIANTS) + " |")
     for r in out["timings"]:
-        cells = [f"{r.get(key(v), float('nan')):.0f}" for v in VARIANTS]
-        print(f"| {r['shape']} | {r.get('cublas_bf16_tflops', float('nan')):.0f} | " + " | ".join(cells) + " |")
-    print("failures:", len(out["failures"]), "wrote", dest)
+        best = max((x for kk, x in r.items() if kk.startswith("wgmma_")), default=float("nan"))
+        print(f"| {r['shape']} | cuBLAS bf16 {r.get('cublas_bf16', float('nan')):.0f} | wgmma best {best:.0f} | "
+              f"{best / r.get('cublas_bf16', float('nan')):.2f}x |")
+    print("kernels passing:", sorted(kernels), "failures:", [(f["bn"], f["ta"], f["tb"], f["swap"]) for f in out["failures"]])
 
 
 if __name__ == "__main__":
