@@ -588,7 +588,7 @@ def launch_gemm(a, b, out, bias, trans_a: bool, trans_b: bool):
     if out is None: out = cuda.device_array((M, N), dtype=np.float32)
     else: check_args("gemm", out=(out, (M, N), np.float32))
     if bias is not None and tuple(bias.shape) != (N,): raise ValueError(f"bias has shape {tuple(bias.shape)}, expected ({N},)")
-    if _provider == "tc": tc_gemm(a, b, out, bias, trans_a, trans_b)                   # v7 (chapter 24)
+    if _provider == "tc": tc_gemm(a, b, out, bias, trans_a, trans_b, "auto")         # v8 or v7 (chapter 24)
     elif _provider != "mint": cublas_gemm(a, b, out, bias, trans_a, trans_b, mode=_provider.partition("-")[2] or "fp32")
     else: run_v5(a, b, out, bias, trans_a, trans_b)
     return out
