@@ -259,7 +259,7 @@ def tape_grads(params, cfg, batch) -> tuple[float, np.ndarray]:
 WIRING_LAUNCHERS = ("linear_forward", "linear_backward", "embedding_forward", "embedding_backward", "rope_forward",
                     "rope_backward", "rmsnorm_forward", "rmsnorm_backward", "swiglu_forward", "swiglu_backward",
                     "attention_forward", "attention_backward", "cross_entropy", "add", "swap01")
-TAPE_LAUNCHERS = ("mm", "bias_grad", "add_kernel", "embedding_forward", "embedding_backward", "rope_forward", "rope_backward",
+TAPE_LAUNCHERS = ("mm", "bias_grad", "add_kernel", "copy_to", "embedding_forward", "embedding_backward", "rope_forward", "rope_backward",
                   "rmsnorm_forward", "rmsnorm_backward", "swiglu_forward", "swiglu_backward", "ce_launch")
 
 @contextlib.contextmanager

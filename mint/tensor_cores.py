@@ -9,14 +9,14 @@ import numpy as np
 import ml_dtypes                # bf16 rounding on the host (the tests' operands)
 from .core import cdiv, rel_error, simulator_enabled  # before numba: without a GPU it switches the simulator on
 from numba import cuda
-from .kernels import launch, check_args, gemm_dims, grid1d
+from .kernels import launch, check_args, gemm_dims, grid1d, grid2d
 
 # %% auto #0
 __all__ = ['MMA_SHAPES', 'TC_COMMON', 'TC_V6', 'TC_V7_LOAD', 'TC_V7_MAIN', 'SHARED_BYTES_MAX', 'V7_TILES', 'TC_V8', 'V8_STAGES',
            'frag_maps', 'mma_emulate', 'warp_gemm_emulate', 'ldmatrix_emulate', 'a_frag_rows', 'b_frag_rows',
            'TcConfig', 'tc_source', 'make_tc_kernel', 'round_bf16_kernel', 'round_bf16', 'pick_tc_config', 'tc_gemm',
            'tc_problem', 'tc_check', 'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm', 'v8_shared_bytes', 'pick_v8_bn',
-           'v8_fits']
+           'v8_splits', 'sum_splits_kernel', 'v8_fits']
 
 # %% ../nbs/24_tensor_cores.ipynb #d0020cde
 MMA_SHAPES = {"bf16": (16, 8, 16), "tf32": (16, 8, 8)}   # (m, n, k) of the mma.sync tile
@@ -378,6 +378,7 @@ V7_TILES = (TcConfig(128, 128, 32, 2, 4, 4), TcConfig(128, 256, 32, 2, 4, 3), Tc
 # %% ../nbs/24_tensor_cores.ipynb #fa236711
 _SIG6 = "void(int64, int64, int64, int64, int64, int64, int64, int64, int64, int64, int64, int64, int64)"
 _SIG7 = "void(int64, int64, int64, int64, int64, int64, int64, int64, int64, int64, int64)"
+_SIG8 = "void(" + ", ".join(["int64"] * 13) + ")"
 
 # %% ../nbs/24_tensor_cores.ipynb #b7a7730e
 def tc_source(version: int, tf32: bool = False, cfg: TcConfig | None = None, trans_a: bool = False, trans_b: bool = False,
@@ -411,13 +412,14 @@ def make_tc_kernel(version: int, tf32: bool = False, cfg: TcConfig | None = None
         def v6(a, b, c, bias, M, N, K, sar, sak, sbk, sbn, ldc, has_bias):
             fn(a, b, c, bias, M, N, K, sar, sak, sbk, sbn, ldc, has_bias)
         return v6
-    fn = cuda.declare_device(name, _SIG7, link=[cuda.CUSource(src)], abi="c")
     if version == 8:
-        @cuda.jit(_SIG7, launch_bounds=(256, 1))                      # two warpgroups, up to 232 registers each
-        def v8(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias):
-            fn(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias)
+        fn = cuda.declare_device(name, _SIG8, link=[cuda.CUSource(src)], abi="c")
+        @cuda.jit(_SIG8, launch_bounds=(256, 1))                      # two warpgroups, up to 232 registers each
+        def v8(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, c_split):
+            fn(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, c_split)
         _allow_shared(v8, v8_shared_bytes(bn))
         return v8
+    fn = cuda.declare_device(name, _SIG7, link=[cuda.CUSource(src)], abi="c")
     acc = (cfg.bm // cfg.wm) * (cfg.bn // cfg.wn) // 32             # fp32 accumulators per thread
     @cuda.jit(_SIG7, launch_bounds=(cfg.threads, 2 if acc <= 64 and cfg.threads <= 256 else 1))   # 2 blocks: at most 128 registers
     def v7(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias):
@@ -448,9 +450,9 @@ def round_bf16_kernel(src, dst):
 
 # %% ../nbs/24_tensor_cores.ipynb #971257fe
 @functools.lru_cache(maxsize=16)
-def _scratch(role: str, shape: tuple):
-    "A bf16 scratch operand per role and shape, allocated once (no allocation inside a recorded graph)."
-    return cuda.device_array(shape, np.uint16)
+def _scratch(role: str, shape: tuple, dtype=np.uint16):
+    "A scratch array per role, shape and dtype (bf16 operands; v8's split-K partial products), allocated once (no allocation inside a recorded graph)."
+    return cuda.device_array(shape, dtype)
 
 # %% ../nbs/24_tensor_cores.ipynb #04b3b31e
 def round_bf16(x, out=None):
@@ -508,9 +510,16 @@ def tc_gemm(a, b, out=None, bias=None, trans_a: bool = False, trans_b: bool = Fa
             ptr(a), ptr(b), ptr(out), ptr(bias), M, N, K, lda, ldb, ldc, hb)
     elif version == 8:
         if not v8_fits(a, b, trans_a, trans_b): raise ValueError("tc_gemm: v8 needs a Hopper GPU and 16-byte-aligned operand rows (see v8_fits)")
-        bn = pick_v8_bn(M, N)
-        make_tc_kernel(8, False, None, bool(trans_a), bool(trans_b), bn)[(*launch((cdiv(N, bn), cdiv(M, 128)), 256), v8_shared_bytes(bn))](
-            ptr(a), ptr(b), ptr(out), ptr(bias), M, N, K, lda, ldb, ldc, hb)
+        bn, splits = pick_v8_bn(M, N), v8_splits(M, N, K)
+        kernel = make_tc_kernel(8, False, None, bool(trans_a), bool(trans_b), bn)
+        k_split = cdiv(cdiv(K, splits), 64) * 64
+        grid = (cdiv(N, bn), cdiv(M, 128), splits)
+        if splits == 1:
+            kernel[(*launch(grid, 256), v8_shared_bytes(bn))](ptr(a), ptr(b), ptr(out), ptr(bias), M, N, K, lda, ldb, ldc, hb, k_split, 0)
+        else:                                            # partial products into a workspace, summed in order (deterministic)
+            ws = _scratch("splits", (splits, M, N), np.float32)
+            kernel[(*launch(grid, 256), v8_shared_bytes(bn))](ptr(a), ptr(b), ptr(ws), 0, M, N, K, lda, ldb, N, 0, k_split, M * N)
+            sum_splits_kernel[grid2d(N, M)](ws, out, out[0] if bias is None else bias, hb)
     else: raise ValueError(f"version must be 6, 7 or 8, got {version!r}")
     return out
 
@@ -646,12 +655,13 @@ __device__ __forceinline__ void fence_acc(float* d) {      // keep the compiler 
 
 // The main loop: STAGES-1 slabs in flight; per slab four wgmma (k = 16 each) issued together, one group kept
 // running while the next slab is waited for; the stage the finished group read is refilled.
+// k runs over [k0, K): a split of the k range (split-K), or all of it.
 template <bool FULL>
-__device__ __forceinline__ void v8_loop(float* d, u32 base, const bf16_t* A, const bf16_t* B, i64 M, i64 N, i64 K,
+__device__ __forceinline__ void v8_loop(float* d, u32 base, const bf16_t* A, const bf16_t* B, i64 M, i64 N, i64 k0, i64 K,
                                         i64 lda, i64 ldb, i64 m0, i64 n0, int tid, int wg) {
-  const int nk = (int)((K + BK - 1) / BK);
+  const int nk = (int)((K - k0 + BK - 1) / BK);
   for (int s = 0; s < STAGES - 1; s++) {
-    if (s < nk) load_slab8<FULL>(base + s * STAGE_BYTES, A, B, M, N, K, lda, ldb, m0, n0, (i64)s * BK, tid);
+    if (s < nk) load_slab8<FULL>(base + s * STAGE_BYTES, A, B, M, N, K, lda, ldb, m0, n0, k0 + (i64)s * BK, tid);
     asm volatile("cp.async.commit_group;\n" ::);
   }
   // a 16-wide k step moves a K-major tile 32 bytes along its rows, an MN-major tile two 8-row groups (2048 bytes)
@@ -673,27 +683,33 @@ __device__ __forceinline__ void v8_loop(float* d, u32 base, const bf16_t* A, con
     fence_acc(d);
     __syncthreads();                                                  // ... and everyone's: its stage is free
     const int nxt = kt + STAGES - 1;
-    if (nxt < nk) load_slab8<FULL>(base + (nxt % STAGES) * STAGE_BYTES, A, B, M, N, K, lda, ldb, m0, n0, (i64)nxt * BK, tid);
+    if (nxt < nk) load_slab8<FULL>(base + (nxt % STAGES) * STAGE_BYTES, A, B, M, N, K, lda, ldb, m0, n0, k0 + (i64)nxt * BK, tid);
     asm volatile("cp.async.commit_group;\n" ::);
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
   fence_acc(d);
 }
 
+// Split-K: block z of the grid's third axis multiplies k in [z·k_split, (z+1)·k_split) into C + z·c_split (a
+// workspace that a second kernel sums in order); one split: k_split >= K, c_split 0.
 extern "C" __device__ void MINT_NAME(i64 pa, i64 pb, i64 pc, i64 pbias, i64 M, i64 N, i64 K,
-                                     i64 lda, i64 ldb, i64 ldc, i64 has_bias) {
+                                     i64 lda, i64 ldb, i64 ldc, i64 has_bias, i64 k_split, i64 c_split) {
   extern __shared__ __align__(1024) unsigned char mint_smem[];
   const u32 base = (smem_u32(mint_smem) + 1023u) & ~1023u;          // the swizzle repeats every 1024 bytes
   const bf16_t* A = (const bf16_t*)pa;
   const bf16_t* B = (const bf16_t*)pb;
   const int tid = threadIdx.x, wg = tid >> 7;
-  const i64 m0 = (i64)blockIdx.y * BM, n0 = (i64)blockIdx.x * BN;
+  // blocks in groups of 8 block-rows, column by column: the blocks running together share A's rows and B's columns in L2
+  const int gn = gridDim.x, per = 8 * gn, pid = blockIdx.y * gn + blockIdx.x, first = (pid / per) * 8;
+  const int rows = min((int)gridDim.y - first, 8);
+  const i64 m0 = (i64)(first + (pid % per) % rows) * BM, n0 = (i64)((pid % per) / rows) * BN;
+  const i64 k0 = (i64)blockIdx.z * k_split, k1 = min(K, k0 + k_split);
   float d[NACC];
 #pragma unroll
   for (int i = 0; i < NACC; i++) d[i] = 0.0f;
-  if (m0 + BM <= M && n0 + BN <= N && K % BK == 0) v8_loop<true>(d, base, A, B, M, N, K, lda, ldb, m0, n0, tid, wg);
-  else v8_loop<false>(d, base, A, B, M, N, K, lda, ldb, m0, n0, tid, wg);
-  float* C = (float*)pc;
+  if (m0 + BM <= M && n0 + BN <= N && (k1 - k0) % BK == 0) v8_loop<true>(d, base, A, B, M, N, k0, k1, lda, ldb, m0, n0, tid, wg);
+  else v8_loop<false>(d, base, A, B, M, N, k0, k1, lda, ldb, m0, n0, tid, wg);
+  float* C = (float*)pc + blockIdx.z * c_split;
   const float* bias = (const float*)pbias;
   const int w = (tid & 127) >> 5, l = tid & 31;
   const i64 row = m0 + wg * 64 + w * 16 + (l >> 2), col = n0 + 2 * (l & 3);
@@ -722,6 +738,20 @@ def v8_shared_bytes(bn: int) -> int:
 def pick_v8_bn(M: int, N: int, sms: int | None = None) -> int:
     "v8's block width: 256 when 128×256 blocks still give every multiprocessor one, else 128."
     return 256 if cdiv(M, 128) * cdiv(N, 256) >= (sms or _sm_count()) else 128
+
+def v8_splits(M: int, N: int, K: int, sms: int | None = None) -> int:
+    "Split-K factor: as many k-splits as fit the multiprocessors the output's blocks leave idle (the model's weight gradients: a small M×N, K = all tokens), each split at least four 64-wide slabs."
+    blocks = cdiv(M, 128) * cdiv(N, pick_v8_bn(M, N, sms))
+    return max(1, min((sms or _sm_count()) // blocks, K // 256))
+
+@cuda.jit(cache=True)
+def sum_splits_kernel(ws, out, bias, has_bias):
+    "out[i, j] = Σ_s ws[s, i, j] (+ bias[j]): the split-K partial products summed in order, so every run gives the same bits."
+    j, i = cuda.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        acc = ws[0, i, j]
+        for s in range(1, ws.shape[0]): acc += ws[s, i, j]
+        out[i, j] = acc + bias[j] if has_bias else acc
 
 # %% ../nbs/24_tensor_cores.ipynb #7bb051d3
 def _aligned16(x, extent: int) -> bool:
