@@ -41,7 +41,7 @@ def main():
         a, b, a16, b16, _ = TC.tc_problem(M, N, K, ta, tb, seed=1)
         da, db, dc = cuda.to_device(a16), cuda.to_device(b16), cuda.device_array((M, N), np.float32)
         flop = 2.0 * M * N * K
-        row = dict(shape=label, M=M, N=N, K=K, ta=ta, tb=tb, v8_bn=TC.pick_v8_bn(M, N),
+        row = dict(shape=label, M=M, N=N, K=K, ta=ta, tb=tb, v8_plan=TC.v8_plan(M, N, K),
                    cublas_bf16=flop / time_device(lambda: cublas_gemm(da, db, dc, None, ta, tb, mode="bf16")) / 1e12,
                    v8=flop / time_device(lambda: TC.tc_gemm(da, db, dc, None, ta, tb, 8)) / 1e12,
                    v7=flop / time_device(lambda: TC.tc_gemm(da, db, dc, None, ta, tb, 7)) / 1e12)

@@ -13,10 +13,10 @@ from .kernels import launch, check_args, gemm_dims, grid1d, grid2d
 
 # %% auto #0
 __all__ = ['MMA_SHAPES', 'TC_COMMON', 'TC_V6', 'TC_V7_LOAD', 'TC_V7_MAIN', 'SHARED_BYTES_MAX', 'V7_TILES', 'TC_V8', 'V8_STAGES',
-           'frag_maps', 'mma_emulate', 'warp_gemm_emulate', 'ldmatrix_emulate', 'a_frag_rows', 'b_frag_rows',
-           'TcConfig', 'tc_source', 'make_tc_kernel', 'round_bf16_kernel', 'round_bf16', 'pick_tc_config', 'tc_gemm',
-           'tc_problem', 'tc_check', 'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm', 'v8_shared_bytes', 'pick_v8_bn',
-           'v8_splits', 'sum_splits_kernel', 'v8_fits']
+           'V8_SPEED', 'frag_maps', 'mma_emulate', 'warp_gemm_emulate', 'ldmatrix_emulate', 'a_frag_rows',
+           'b_frag_rows', 'TcConfig', 'tc_source', 'make_tc_kernel', 'round_bf16_kernel', 'round_bf16',
+           'pick_tc_config', 'tc_gemm', 'tc_problem', 'tc_check', 'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm',
+           'v8_shared_bytes', 'v8_plan', 'sum_splits_kernel', 'v8_fits']
 
 # %% ../nbs/24_tensor_cores.ipynb #d0020cde
 MMA_SHAPES = {"bf16": (16, 8, 16), "tf32": (16, 8, 8)}   # (m, n, k) of the mma.sync tile
@@ -510,7 +510,7 @@ def tc_gemm(a, b, out=None, bias=None, trans_a: bool = False, trans_b: bool = Fa
             ptr(a), ptr(b), ptr(out), ptr(bias), M, N, K, lda, ldb, ldc, hb)
     elif version == 8:
         if not v8_fits(a, b, trans_a, trans_b): raise ValueError("tc_gemm: v8 needs a Hopper GPU and 16-byte-aligned operand rows (see v8_fits)")
-        bn, splits = pick_v8_bn(M, N), v8_splits(M, N, K)
+        bn, splits = v8_plan(M, N, K)
         kernel = make_tc_kernel(8, False, None, bool(trans_a), bool(trans_b), bn)
         k_split = cdiv(cdiv(K, splits), 64) * 64
         grid = (cdiv(N, bn), cdiv(M, 128), splits)
@@ -730,19 +730,18 @@ extern "C" __device__ void MINT_NAME(i64 pa, i64 pb, i64 pc, i64 pbias, i64 M, i
 
 # %% ../nbs/24_tensor_cores.ipynb #06370cfc
 V8_STAGES = {256: 4, 128: 6}      # stages of 64-wide slabs per block width (both about 197 KB of shared memory)
+V8_SPEED = {256: 1.0, 128: 0.82}  # relative speed of a block (the probe at 4096³: 128×128 blocks did 0.82 of 128×256's TFLOP/s)
 
 def v8_shared_bytes(bn: int) -> int:
     "Dynamic shared memory of a v8 block: stages × (A 128×64 + B bn×64 bf16), and 1024 bytes to align the swizzle."
     return V8_STAGES[bn] * (128 + bn) * 128 + 1024
 
-def pick_v8_bn(M: int, N: int, sms: int | None = None) -> int:
-    "v8's block width: 256 when 128×256 blocks still give every multiprocessor one, else 128."
-    return 256 if cdiv(M, 128) * cdiv(N, 256) >= (sms or _sm_count()) else 128
-
-def v8_splits(M: int, N: int, K: int, sms: int | None = None) -> int:
-    "Split-K factor: as many k-splits as fit the multiprocessors the output's blocks leave idle (the model's weight gradients: a small M×N, K = all tokens), each split at least four 64-wide slabs."
-    blocks = cdiv(M, 128) * cdiv(N, pick_v8_bn(M, N, sms))
-    return max(1, min((sms or _sm_count()) // blocks, K // 256))
+def v8_plan(M: int, N: int, K: int, sms: int | None = None) -> tuple[int, int]:
+    "(block width, k-splits) with the least modelled time: waves of one block per multiprocessor × a block's work (bn × its k range) ÷ its speed; at most 4 splits (their workspace is written and read once more), each of at least four slabs."
+    sms = sms or _sm_count()
+    cost = lambda bn, s: cdiv(cdiv(M, 128) * cdiv(N, bn) * s, sms) * bn * cdiv(K, s) / V8_SPEED[bn]
+    plans = [(bn, s) for bn in V8_STAGES for s in range(1, 5) if s == 1 or K // s >= 256]
+    return min(plans, key=lambda p: (cost(*p), p[1]))
 
 @cuda.jit(cache=True)
 def sum_splits_kernel(ws, out, bias, has_bias):
