@@ -14,7 +14,7 @@ bits/byte come from `mint.pipeline.bits_summary` on the same validation text. Ap
 bench/results/budget_run.jsonl and prints a table.
 """
 from __future__ import annotations
-import argparse, copy, itertools, math, sys, tempfile, time
+import argparse, copy, itertools, math, sys, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -22,7 +22,7 @@ import benchlib  # noqa: E402  (puts the repo root on sys.path)
 import numpy as np  # noqa: E402
 from mint import data as D  # noqa: E402
 from mint.budget import parse_budget, plan_steps, replan_steps  # noqa: E402
-from mint.core import preset, seed_everything  # noqa: E402
+from mint.core import preset, seed_everything, temp_dir  # noqa: E402
 from mint.pipeline import bits_summary  # noqa: E402
 from mint.model import init_params  # noqa: E402
 from mint.optim import lr_at, warmup_steps  # noqa: E402
@@ -95,7 +95,7 @@ def torch_run(a, budget_s: float) -> dict:
 def mint_run(a, budget_s: float) -> dict:
     t0 = time.perf_counter()
     rep = train_corpus("peoples_daily", a.preset, TrainConfig(batch_size=a.batch_size, lr=a.lr, seed=a.seed),
-                       Path(tempfile.mkdtemp()) / "run", max_samples=a.max_lines, device=a.device, progress=False,
+                       temp_dir() / "run", max_samples=a.max_lines, device=a.device, progress=False,
                        log=lambda *x, **k: None, tokenizer=a.tokenizer, vocab_size=a.vocab_size, budget=budget_s)
     b = rep["budget"]
     replan = dict(step=b["replan_step"], at_s=b["replan_at_s"], step_s=b["replan_step_s"], steps=b["replanned_steps"]) if b["replanned_steps"] else None

@@ -235,11 +235,11 @@ def part_fail(args, rec, n_gpus):
 
 def part_cpu(args, rec):
     "The CPU level through `mint train`'s own path (`train_corpus`, the launcher, gloo): 1 rank, 1 rank × 2 micro-batches, 2 ranks, 2 ranks × 2 micro-batches; the tiny preset on People's Daily, the same global batch."
-    import tempfile
+    from mint.core import temp_dir
     from mint.pipeline import train_corpus
     from mint.train import TrainConfig
     tc = TrainConfig(steps=args.cpu_steps, batch_size=8, seq_len=32, eval_every=10**9, seed=0)
-    res, tmp = {}, Path(tempfile.mkdtemp(prefix="mint-dist-cpu-"))
+    res, tmp = {}, temp_dir("mint-dist-cpu-")
     for name, (ranks, K) in {"1 rank": (1, 1), "1 rank x 2 micro-batches": (1, 2), "2 ranks": (2, 1),
                              "2 ranks x 2 micro-batches": (2, 2)}.items():
         t0 = time.perf_counter()

@@ -6,7 +6,7 @@ greedy tokens with Mint. Models llama.cpp cannot run (the report's lm_head bias)
     python bench/gguf_parity.py                        # -> bench/results/gguf_parity.json
 
 Not in CI: building llama-cpp-python takes longer than the whole CI run."""
-import argparse, importlib.metadata, json, platform, tempfile, time
+import argparse, importlib.metadata, json, platform, time
 from pathlib import Path
 import numpy as np
 from mint import data as D
@@ -14,6 +14,7 @@ from mint.pipeline import train_corpus
 from mint.train import TrainConfig
 from mint.checkpoint import load_checkpoint
 from mint.export import export_gguf, gguf_parity
+from mint.core import temp_dir
 
 # a run of unknown characters (snowman, comet, emoji, a newline): llama.cpp alone would join them into one <unk>
 UNKNOWN_RUN = "人民\u2603\u2604😀\n日报"
@@ -26,7 +27,7 @@ def main():
     import llama_cpp, gguf
     lines = D.load_peoples_daily(max_lines=500)
     text = "".join(lines[400:])[:70]
-    rows, work = [], Path(tempfile.mkdtemp())
+    rows, work = [], temp_dir()
     for arch in ("report", "llama", "qwen3"):
         for tok in ("char", "bpe"):
             t0 = time.perf_counter()

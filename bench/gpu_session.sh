@@ -30,17 +30,25 @@ OUT=${OUT:-/tmp/mint-gpu-out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD/.gpu_site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0   # no MPLBACKEND: it would wipe the stored figures
 unset NUMBA_ENABLE_CUDASIM
+# The kernel ladders: chapters whose #| gpu cells sweep block sizes over each ladder's rungs (parts L, W, X).
+LADDER_NBS="nbs/03_kernels.ipynb nbs/05_embedding.ipynb nbs/07_rmsnorm.ipynb nbs/10_loss.ipynb nbs/11_optim.ipynb"
+# ladders LOGDIR NB...: each notebook's #| gpu cells under nbdev-test --flags gpu (at most $LADDER_S s each, 70 unless
+# set), its log in LOGDIR/ladder_NAME.log; prints each exit status, the time so far and the log's last lines.
+ladders() {
+  local logs=$1 nb log; shift
+  for nb in "$@"; do
+    log="$logs/ladder_$(basename "$nb" .ipynb).log"
+    ( time timeout "${LADDER_S:-70}" nbdev-test --flags gpu "$nb" ) > "$log" 2>&1
+    echo "$nb: exit $? at ${SECONDS}s"; tail -3 "$log"
+  done
+}
 { date -u +%FT%TZ; nvidia-smi -L; python3 -c "import sys; from mint.cli import main; sys.exit(main(['gpu']))"; } 2>&1 | tee "$OUT/gpu_info_$PART.txt"
 if [ "$PART" = W ]; then
   # W: one lease for what was still unmeasured (2026-12-02 evening): the kernel ladders (L), chapter 27 executed on the
   #    GPU, Muon at medium, and bench_scale's rows the earlier lease did not reach (large, medium, d1024 --recompute),
   #    in the time left of 540 s; everything comes back in $OUT/w.tar (the device returns at most 8 files)
   L=/tmp/wlogs; mkdir -p $L
-  l_nbs="nbs/03_kernels.ipynb nbs/05_embedding.ipynb nbs/07_rmsnorm.ipynb nbs/10_loss.ipynb nbs/11_optim.ipynb"
-  for nb in $l_nbs; do
-    ( time timeout 70 nbdev-test --flags gpu "$nb" ) > "$L/ladder_$(basename "$nb" .ipynb).log" 2>&1
-    echo "$nb: exit $? at ${SECONDS}s"; tail -3 "$L/ladder_$(basename "$nb" .ipynb).log"
-  done
+  ladders $L $LADDER_NBS
   ( time timeout 90 python3 tools/run_notebooks.py nbs/27_recompute.ipynb --timeout 85 ) > "$L/run_notebooks_27.log" 2>&1
   tail -6 "$L/run_notebooks_27.log"; echo "at ${SECONDS}s"
   ( time timeout 80 python3 bench/muon_vs_adam.py --device cuda --preset medium --steps 300 --batch-size 32 ) > "$L/muon_medium.log" 2>&1
@@ -53,10 +61,7 @@ elif [ "$PART" = X ]; then
   # X: the two ladders W stopped in (03, 11) again after their fixes, and issue 18 on the GPU: bench_decode, bench_serve
   #    (batched decoding on the device, 1/4/16/64 clients), bench_startup (cold and warm); all in $OUT/x.tar
   L=/tmp/xlogs; mkdir -p $L
-  for nb in nbs/03_kernels.ipynb nbs/11_optim.ipynb; do
-    ( time timeout 70 nbdev-test --flags gpu "$nb" ) > "$L/ladder_$(basename "$nb" .ipynb).log" 2>&1
-    echo "$nb: exit $? at ${SECONDS}s"; tail -3 "$L/ladder_$(basename "$nb" .ipynb).log"
-  done
+  ladders $L nbs/03_kernels.ipynb nbs/11_optim.ipynb
   ( time timeout 100 python3 bench/bench_decode.py --device cuda --presets tiny medium d512 --rounds 2 ) > "$L/bench_decode_cuda.log" 2>&1
   tail -8 "$L/bench_decode_cuda.log"; echo "at ${SECONDS}s"
   ( time timeout 170 python3 bench/bench_serve.py --device cuda --clients 1 4 16 64 --requests 2 --rounds 1 --slots 64 ) > "$L/bench_serve_cuda.log" 2>&1
@@ -77,12 +82,8 @@ elif [ "$PART" = T ]; then
   tail -12 "$OUT/run_notebooks_tc.log"
   tar cf "$OUT/notebooks.tar" $tc_nbs bench/results/gpu_cells 2>/dev/null
 elif [ "$PART" = L ]; then
-  l_nbs="nbs/03_kernels.ipynb nbs/05_embedding.ipynb nbs/07_rmsnorm.ipynb nbs/10_loss.ipynb nbs/11_optim.ipynb"
-  for nb in $l_nbs; do
-    ( time timeout 200 nbdev-test --flags gpu "$nb" ) > "$OUT/ladder_$(basename "$nb" .ipynb).log" 2>&1
-    echo "$nb: exit $?"; tail -4 "$OUT/ladder_$(basename "$nb" .ipynb).log"
-  done
-  for nb in $l_nbs; do cp "bench/results/gpu_cells/$(basename "$nb" .ipynb).json" "$OUT/" 2>/dev/null; done
+  LADDER_S=200 ladders "$OUT" $LADDER_NBS
+  for nb in $LADDER_NBS; do cp "bench/results/gpu_cells/$(basename "$nb" .ipynb).json" "$OUT/" 2>/dev/null; done
   tar cf "$OUT/gpu_cells.tar" bench/results/gpu_cells
 elif [ "$PART" = A ]; then
   gpu_nbs=$(grep -l '"#| gpu' nbs/*.ipynb)

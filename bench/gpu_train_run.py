@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
-from mint.core import preset, gpu_info, gpu_available  # noqa: E402
+from mint.core import preset, gpu_info, gpu_available, temp_dir  # noqa: E402
 from mint import data as D  # noqa: E402
 from mint.vocab import Vocab  # noqa: E402
 from mint.model import init_params, n_params  # noqa: E402
@@ -138,7 +138,6 @@ def run(args) -> dict:
         print(json.dumps(rec["graphs"]), flush=True)
 
     if args.resume_steps > 0:
-        import tempfile
         from mint.train import TrainControl, load_train_state
         n, half = args.resume_steps, args.resume_steps // 2
         tc = TrainConfig(steps=n, batch_size=B, seq_len=T, lr=args.lr, eval_every=max(half // 2, 1), eval_batches=4, seed=args.seed)
@@ -146,8 +145,8 @@ def run(args) -> dict:
             for i, b in enumerate(it, 1):
                 if i == at: ctl.request_stop("interrupted")
                 yield b
-        full = train_gpu(p0.copy(), cfg, tc, batches(), val_all, vocab, Path(tempfile.mkdtemp()), progress=False)
-        run_dir, ctl = Path(tempfile.mkdtemp()), TrainControl()
+        full = train_gpu(p0.copy(), cfg, tc, batches(), val_all, vocab, temp_dir(), progress=False)
+        run_dir, ctl = temp_dir(), TrainControl()
         part = train_gpu(p0.copy(), cfg, tc, asking(batches(), ctl, half), val_all, vocab, run_dir, progress=False, control=ctl)
         rest = train_gpu(np.zeros_like(p0), cfg, tc, batches(), val_all, vocab, run_dir, progress=False, resume=load_train_state(run_dir))
         a, b = np.array(full.history["loss"]), np.array(rest.history["loss"])

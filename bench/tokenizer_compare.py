@@ -7,13 +7,14 @@ per UTF-8 byte on the same validation text (`mint.pipeline.bits_summary`, what `
 Appends one record per tokenizer to bench/results/tokenizer_compare.jsonl (the tokenizer chapter shows them).
 """
 from __future__ import annotations
-import argparse, sys, tempfile
+import argparse, sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402  (puts the repo root on sys.path)
 from mint.pipeline import train_corpus  # noqa: E402
 from mint.train import TrainConfig  # noqa: E402
+from mint.core import temp_dir  # noqa: E402
 
 
 def main(argv=None):
@@ -28,7 +29,7 @@ def main(argv=None):
     rows = []
     for tok, vs in (("char", None), ("bpe", a.bpe_vocab)):
         tc = TrainConfig(steps=a.steps, batch_size=a.batch_size, eval_every=a.steps)
-        rep = train_corpus("peoples_daily", a.preset, tc, Path(tempfile.mkdtemp()) / "run", max_samples=a.max_lines,
+        rep = train_corpus("peoples_daily", a.preset, tc, temp_dir() / "run", max_samples=a.max_lines,
                            device=a.device, progress=False, log=lambda *x, **k: None, tokenizer=tok, vocab_size=vs)
         row = dict(tokenizer=tok if vs is None else f"bpe {vs}", vocab_size=rep["vocab_size"], n_params=rep["n_params"],
                    steps=rep["steps"], batch_size=a.batch_size, seq_len=rep["train_config"]["seq_len"] or rep["config"]["max_seq_len"],

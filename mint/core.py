@@ -12,8 +12,8 @@ import numpy as np
 __all__ = ['PRESETS', 'ARCHS', 'PEAK_TFLOPS', 'ModelConfig', 'preset', 'seed_everything', 'simulator_enabled', 'gpu_available',
            'cuda_driver_found', 'no_gpu_reason', 'get_device', 'on_device', 'gpu_info', 'peak_tflops', 'mfu',
            'use_simulator_without_gpu', 'gpu_cell_skipped', 'skip_gpu_cells_without_gpu', 'numerical_grad', 'rel_error',
-           'cdiv', 'read_json', 'cjk_fonts', 'token_label', 'figure_png', 'show_figures_in_ipython', 'widget_panel',
-           'nbdev_test_summary', 'kernel_cache_dir']
+           'cdiv', 'read_json', 'remove_at_exit', 'temp_dir', 'cjk_fonts', 'token_label', 'figure_png',
+           'show_figures_in_ipython', 'widget_panel', 'nbdev_test_summary', 'kernel_cache_dir']
 
 # %% ../nbs/00_core.ipynb #7d86c30c
 if not hasattr(np, "row_stack"):  # numpy >= 2.5 dropped it; numba-cuda 0.30.4 still calls it at compile time
@@ -258,6 +258,19 @@ def read_json(path):
     except json.JSONDecodeError as e:
         raise ValueError(f"{path} is not valid JSON ({e.msg}, line {e.lineno} column {e.colno}): damaged, or not a file mint wrote") from None
 
+
+# %% ../nbs/00_core.ipynb #77bd3588
+def remove_at_exit(path):
+    "Remove the folder `path` (and everything in it) when this process ends: at an ordinary exit, and in a multiprocessing worker (which skips `atexit`). Returns `path`."
+    import multiprocessing.util, shutil
+    multiprocessing.util.Finalize(None, shutil.rmtree, args=(str(path), True), exitpriority=0)
+    return path
+
+def temp_dir(prefix: str = "mint-"):
+    "A new empty folder under the system's temporary folder, removed when this process ends (`remove_at_exit`)."
+    import tempfile
+    from pathlib import Path
+    return remove_at_exit(Path(tempfile.mkdtemp(prefix=prefix)))
 
 # %% ../nbs/00_core.ipynb #8cc690a9
 import functools, re

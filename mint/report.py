@@ -4,12 +4,12 @@
 
 # %% ../nbs/38_report.ipynb #bae7cb9b
 from __future__ import annotations
-import atexit, html, io, itertools, json, math, os, re, shutil, time
+import html, io, itertools, json, math, os, re, shutil, time
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 import numpy as np
-from .core import ModelConfig, gpu_info, mfu, read_json
+from .core import ModelConfig, gpu_info, mfu, read_json, remove_at_exit
 from .vocab import Vocab
 from .model import param_specs, n_params, flops_per_token
 from .gemm import BF16_PROVIDERS, get_gemm_provider
@@ -307,6 +307,6 @@ def demo_dir(name: str) -> Path:
         pid = old.name.rsplit("-", 2)[-2]
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)): shutil.rmtree(old, ignore_errors=True)
     d = root / f"_demo-{name}-{os.getpid()}-{next(_DEMO_COUNT)}"
-    atexit.register(shutil.rmtree, d.resolve(), True)
+    remove_at_exit(d.resolve())                       # also in nbdev-test's worker processes (they skip atexit)
     rel = Path(os.path.relpath(d))
     return rel if not str(rel).startswith(os.pardir * 3) else d      # relative to the notebook: no machine path printed

@@ -183,3 +183,42 @@ def test_run_notebooks_never_inherits_mplbackend(tmp_path, monkeypatch):
     assert err is None, err
     outs = json.loads(p.read_text())["cells"][0]["outputs"]
     assert any("image/png" in o.get("data", {}) for o in outs), outs
+
+
+# --- scratch folders are removed -----------------------------------------------------------------------------------
+import re
+
+# A folder or file made by these and never removed stays behind (a notebook's mkdtemp, a failed test's temp file).
+# Library code in mint/ (and the notebooks' export cells) removes what it makes itself; everything else uses
+# mint.core.temp_dir (removed when the process ends, also in nbdev-test's workers), `with TemporaryDirectory()`,
+# or pytest's tmp_path.
+LEAKS = re.compile(r"\bmkdtemp\(|\bmkstemp\(|NamedTemporaryFile\([^)]*delete\s*=\s*False|(?<!with )\b(?:tempfile|_tf)\.TemporaryDirectory\(")
+
+
+def scratch_leaks(root: Path = ROOT) -> list:
+    "(file, line) of every scratch folder or file made outside mint/ and export cells without a way to be removed."
+    found = []
+    for nb in sorted((root / "nbs").glob("*.ipynb")):
+        for i, c in enumerate(json.loads(nb.read_text(encoding="utf-8"))["cells"]):
+            src = "".join(c["source"])
+            if c["cell_type"] == "code" and not src.startswith("#| export"):
+                found += [(f"{nb.name} cell {i}", l.strip()) for l in src.splitlines() if LEAKS.search(l)]
+    for folder in ("tests", "tools", "bench"):
+        for f in sorted((root / folder).rglob("*.py")):
+            if f.resolve() == Path(__file__).resolve(): continue        # this file: the finder's own examples
+            found += [(str(f.relative_to(root)), l.strip()) for l in f.read_text(encoding="utf-8").splitlines() if LEAKS.search(l)]
+    return found
+
+
+def test_the_leak_finder_finds_each_kind(tmp_path):
+    (tmp_path / "nbs").mkdir(); (tmp_path / "bench").mkdir()
+    cells = [{"cell_type": "code", "source": s, "metadata": {}, "outputs": []} for s in
+             ("d = Path(tempfile.mkdtemp())", "#| export\ndef f(): return tempfile.mkdtemp()", "with tempfile.TemporaryDirectory() as t: pass",
+              "t = tempfile.TemporaryDirectory()", "d = temp_dir()")]
+    (tmp_path / "nbs" / "x.ipynb").write_text(json.dumps({"cells": cells}))
+    (tmp_path / "bench" / "b.py").write_text("f = tempfile.NamedTemporaryFile(suffix='.json', delete=False)\nfd, p = tempfile.mkstemp()\n")
+    assert [w for w, _ in scratch_leaks(tmp_path)] == ["x.ipynb cell 0", "x.ipynb cell 3", "bench/b.py", "bench/b.py"]
+
+
+def test_no_scratch_folder_is_left_behind():
+    assert not scratch_leaks(), f"scratch folders or files never removed (use mint.core.temp_dir): {scratch_leaks()}"
