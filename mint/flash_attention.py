@@ -8,7 +8,7 @@ from .core import on_device, simulator_enabled, cdiv  # before numba: without a 
 import functools, math
 import numpy as np
 from numba import cuda, float32, int64
-from .kernels import launch, grid1d, check_args, block_max, block_sum, reduction_block, placeholder
+from .kernels import launch, grid1d, check_args, block_max, block_sum, reduction_block, placeholder, factory_jit
 from .attention import MASK_VALUE, MASKED_BELOW, attention_mask, attention_forward_ref
 
 # %% auto #0
@@ -72,7 +72,7 @@ def make_cached_kernel(head_dim: int, tile: int = CACHED_TILE):
     HD = int(head_dim)
     NT = _check_tile(tile, "make_cached_kernel")
 
-    @cuda.jit
+    @factory_jit()
     def attn_cached_kernel(q, kc, vc, start_arr, start_int, use_arr, rows, pos, use_rows, scale, out):
         # grid (T, H, B), block NT; q, out [B,T,H,HD]; kc, vc [B,S,H,HD]; start = start_arr[0] if use_arr else start_int
         # use_rows (T = 1, `attention_rows`): query b reads cache row rows[b] (kc [R,S,H,HD]), entries 0..pos[b]
@@ -352,7 +352,7 @@ def make_flash_forward_kernel(head_dim: int, tile: int = FLASH_TILE):
     HD = int(head_dim)
     NT = _check_tile(tile, "make_flash_forward_kernel")
 
-    @cuda.jit
+    @factory_jit()
     def flash_forward(q, k, v, seg, use_seg, scale, out, lse):
         # q, k, v, out [B,T,H,HD] float32; seg [B,T] int (read if use_seg); lse [B,H,T] float32
         sK = cuda.shared.array((NT, HD), float32)       # keys k0..k0+NT-1 of this (b, h)
@@ -428,7 +428,7 @@ def make_flash_dq_kernel(head_dim: int, tile: int = FLASH_TILE):
     NT = _check_tile(tile, "make_flash_dq_kernel")
     HDP = HD + 1      # padded row: thread tid reads row tid, so rows must not start in the same bank
 
-    @cuda.jit
+    @factory_jit()
     def flash_backward_dq(dout, q, k, v, out, lse, seg, use_seg, scale, dq, dsum):
         # dout, q, k, v, out, dq [B,T,H,HD] float32; lse, dsum [B,H,T] float32; seg [B,T] int (read if use_seg)
         sK = cuda.shared.array((NT, HD), float32)
@@ -495,7 +495,7 @@ def make_flash_dkdv_kernel(head_dim: int, tile: int = FLASH_TILE):
     NT = _check_tile(tile, "make_flash_dkdv_kernel")
     HDP = HD + 1      # padded row: thread tid reads row tid, so rows must not start in the same bank
 
-    @cuda.jit
+    @factory_jit()
     def flash_backward_dkdv(dout, q, k, v, lse, dsum, seg, use_seg, scale, dk, dv):
         # dout, q, k, v, dk, dv [B,T,H,HD] float32; lse, dsum [B,H,T] float32; seg [B,T] int (read if use_seg)
         sQ = cuda.shared.array((NT, HD), float32)       # queries q0..q0+NT-1, times scale

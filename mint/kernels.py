@@ -5,7 +5,7 @@
 # %% ../nbs/03_kernels.ipynb #8fe39b61
 from __future__ import annotations
 from .core import on_device, simulator_enabled, cdiv  # before numba: without a GPU it switches the simulator on
-import contextlib, contextvars, functools, math, sys, threading
+import contextlib, contextvars, functools, hashlib, math, sys, threading
 import numpy as np
 from numba import cuda, float32
 
@@ -13,8 +13,8 @@ from numba import cuda, float32
 __all__ = ['THREADS', 'MAX_BLOCKS', 'COL_BX', 'COL_MAX_BY', 'COL_SLOTS', 'SWEEP_SIZES', 'launch', 'grid1d', 'next_pow2', 'grid2d',
            'unchecked', 'check_args', 'gemm_dims', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel',
            'swap01_kernel', 'rows_grid', 'copy', 'add', 'swap01', 'lock_simulator_shared_arrays', 'block_sum',
-           'placeholder', 'block_max', 'block_sum_y', 'column_block', 'reduction_block', 'Graph', 'stream_handle',
-           'capture', 'sweep_table', 'sweep_blocks']
+           'placeholder', 'factory_jit', 'block_max', 'block_sum_y', 'column_block', 'reduction_block', 'Graph',
+           'stream_handle', 'capture', 'sweep_table', 'sweep_blocks']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
 THREADS = 32 if simulator_enabled() else 256       # threads per block of 1-D (grid-stride) launches
@@ -316,6 +316,14 @@ def block_sum(buf, value):
 def placeholder(shape: tuple, dtype=np.int32):
     "A zero device array of `shape` and `dtype`, made once: what a launcher passes for an array argument its kernel will not read (kernels cannot take None)."
     return cuda.to_device(np.zeros(shape, dtype))
+
+# %% ../nbs/03_kernels.ipynb #bd442761
+def factory_jit(*signature, **options):
+    "`cuda.jit(*signature, cache=True, **options)` for a kernel made inside a factory (a closure): numba's disk cache keys it by its code and the values it closes over, not by `options`, so these go into its cache entry's name (its `__qualname__`)."
+    def jit(fn):
+        if options: fn.__qualname__ += "_" + hashlib.sha1(repr(sorted(options.items())).encode()).hexdigest()[:8]
+        return cuda.jit(*signature, cache=True, **options)(fn)
+    return jit
 
 # %% ../nbs/03_kernels.ipynb #5c3cb6d5
 @cuda.jit(device=True)
