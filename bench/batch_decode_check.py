@@ -135,7 +135,9 @@ def main():
         print(row, flush=True)
     res["speed"] = rows
     info = benchlib.host_info(a.device)
-    print(f"recorded: {benchlib.record(f'batch_decode_{a.device}', dict(host=info, **res))}")
+    from mint.core import simulator_enabled
+    if a.device == "cuda" and simulator_enabled(): print("the simulator: not recorded")
+    else: print(f"recorded: {benchlib.record(f'batch_decode_{a.device}', dict(host=info, **res))}")
     cols = [("batch", "sequences", "d")] + ([("graph_ms", "ms/step (graph)", ".2f"), ("graph_tok_s", "tokens/s (graph)", ",.0f")]
                                             if a.device == "cuda" else []) + \
            [("kernels_ms", "ms/step" + (" (kernel by kernel)" if a.device == "cuda" else ""), ".2f"),
