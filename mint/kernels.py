@@ -13,8 +13,8 @@ from numba import cuda, float32
 __all__ = ['THREADS', 'MAX_BLOCKS', 'COL_BX', 'COL_MAX_BY', 'COL_SLOTS', 'SWEEP_SIZES', 'launch', 'grid1d', 'next_pow2', 'grid2d',
            'unchecked', 'check_args', 'gemm_dims', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel',
            'swap01_kernel', 'rows_grid', 'copy', 'add', 'swap01', 'lock_simulator_shared_arrays', 'block_sum',
-           'placeholder', 'factory_jit', 'block_max', 'block_sum_y', 'column_block', 'reduction_block', 'Graph',
-           'stream_handle', 'capture', 'sweep_table', 'sweep_blocks']
+           'placeholder', 'scratch', 'clear_scratch', 'factory_jit', 'block_max', 'block_sum_y', 'column_block',
+           'reduction_block', 'Graph', 'stream_handle', 'capture', 'sweep_table', 'sweep_blocks']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
 THREADS = 32 if simulator_enabled() else 256       # threads per block of 1-D (grid-stride) launches
@@ -316,6 +316,19 @@ def block_sum(buf, value):
 def placeholder(shape: tuple, dtype=np.int32):
     "A zero device array of `shape` and `dtype`, made once: what a launcher passes for an array argument its kernel will not read (kernels cannot take None)."
     return cuda.to_device(np.zeros(shape, dtype))
+
+# %% ../nbs/03_kernels.ipynb #913d2df4
+_SCRATCH: dict = {}   # (role, dtype) -> its buffers, newest last; the older ones are kept: a recorded CUDA graph may still use them
+
+def scratch(role: str, shape: tuple, dtype=np.float32):
+    "A device array of `shape` for `role`: a view of the newest buffer of (role, dtype), which grows (at least doubling) when too small; never freed but by `clear_scratch`."
+    n, bufs = math.prod(shape), _SCRATCH.setdefault((role, np.dtype(dtype).str), [])
+    if not bufs or bufs[-1].size < n: bufs.append(cuda.device_array(max(n, 2 * bufs[-1].size if bufs else n), dtype))
+    return bufs[-1][:n].reshape(shape)
+
+def clear_scratch() -> None:
+    "Free every `scratch` buffer; CUDA graphs recorded with them must not be replayed after this."
+    _SCRATCH.clear()
 
 # %% ../nbs/03_kernels.ipynb #bd442761
 def factory_jit(*signature, **options):
