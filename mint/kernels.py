@@ -326,9 +326,9 @@ def scratch(role: str, shape: tuple, dtype=np.float32):
     if not bufs or bufs[-1].size < n: bufs.append(cuda.device_array(max(n, 2 * bufs[-1].size if bufs else n), dtype))
     return bufs[-1][:n].reshape(shape)
 
-def clear_scratch() -> None:
-    "Free every `scratch` buffer; CUDA graphs recorded with them must not be replayed after this."
-    _SCRATCH.clear()
+def clear_scratch(prefix: str = "") -> None:
+    "Free the `scratch` buffers whose role starts with `prefix` (all by default); CUDA graphs recorded with them must not be replayed after this."
+    for key in [k for k in _SCRATCH if k[0].startswith(prefix)]: del _SCRATCH[key]
 
 # %% ../nbs/03_kernels.ipynb #bd442761
 def factory_jit(*signature, **options):

@@ -128,5 +128,5 @@ def widen_operands(a, b):
 
 # %% ../nbs/25_mixed_precision.ipynb #14df0057
 def clear_scratch() -> None:
-    "Free the scratch buffers (`widen_operands`'s and every other `mint.kernels.scratch`); graphs recorded with them must not be replayed after this."
-    kernels_clear_scratch()
+    "Free the fallback's scratch buffers (`widen_operands`); graphs recorded with them must not be replayed after this."
+    kernels_clear_scratch("wide ")
