@@ -30,22 +30,27 @@ def _cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _compiles() -> tuple[int, int]:
-    "(loaded from the disk cache, compiled) over every numba dispatcher of the mint modules loaded so far."
+def _compiles() -> tuple[int, int, list]:
+    "(loaded from the disk cache, compiled, names of the compiled) over every numba dispatcher of mint alive: the module-level ones and those factories made (GEMM tiles, flash attention: closures, found through the garbage collector)."
+    import gc
     hits = misses = 0
-    for name, mod in list(sys.modules.items()):
-        if not name.startswith("mint."): continue
-        for f in vars(mod).values():
-            if getattr(f, "__module__", None) == name and hasattr(f, "_cache_misses"):
-                hits += sum(f._cache_hits.values()); misses += sum(f._cache_misses.values())
-    return hits, misses
+    names = []
+    for f in gc.get_objects():
+        if not (hasattr(f, "_cache_misses") and hasattr(f, "_cache_hits")): continue
+        mod = getattr(getattr(f, "py_func", None), "__module__", "") or ""
+        if not mod.startswith("mint."): continue
+        h, m = sum(f._cache_hits.values()), sum(f._cache_misses.values())
+        hits += h; misses += m
+        if m: names.append(f"{mod}.{f.py_func.__qualname__}")
+    return hits, misses, sorted(names)
 
 
 def _mark(what: str, t0: float):
-    "Print one result line: seconds since the parent started the child, its CPU seconds, numba's cache loads and compiles."
-    hits, misses = _compiles()
-    print("STARTUP " + json.dumps({"what": what, "wall_s": time.time() - t0, "cpu_s": _cpu_s(),
-                                   "loaded": hits, "compiled": misses}), flush=True)
+    "Print one result line: seconds since the parent started the child, its CPU seconds, numba's cache loads and compiles (and what compiled)."
+    wall, cpu = time.time() - t0, _cpu_s()
+    hits, misses, names = _compiles()
+    print("STARTUP " + json.dumps({"what": what, "wall_s": wall, "cpu_s": cpu, "loaded": hits, "compiled": misses,
+                                   "compiled_names": names}), flush=True)
 
 
 def child_train(a):
@@ -53,6 +58,11 @@ def child_train(a):
     t0 = float(os.environ["MINT_BENCH_T0"])
     from mint.pipeline import train_corpus
     from mint.train import TrainConfig
+    _mark("imported", t0)
+    if a.device == "cuda":
+        from numba import cuda
+        cuda.current_context()                              # what the run does first on the GPU, timed on its own
+        _mark("context", t0)
 
     class FirstStep:
         def after_step(self, step, hist):
@@ -71,6 +81,7 @@ def child_generate(a):
     from mint.checkpoint import load_checkpoint
     from mint.generate import Decoder, stream, check_prompt
     from mint.vocab import EOS
+    _mark("imported", t0)
     ck = load_checkpoint(a.ckpt)
     ids = [EOS, *check_prompt(ck.vocab, a.prompt).tolist()]
     dec = Decoder(ck.params, ck.config, device=a.device)
@@ -89,7 +100,7 @@ def run_child(args: list[str], cache_dir: Path, env_extra: dict) -> dict:
     if p.returncode != 0:
         raise SystemExit(f"child {' '.join(args)} failed (exit {p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
     marks = {m["what"]: m for m in (json.loads(l[8:]) for l in p.stdout.splitlines() if l.startswith("STARTUP "))}
-    return {"total_s": total, **{f"{k}_{q}": v[q] for k, v in marks.items() for q in ("wall_s", "cpu_s", "loaded", "compiled")},
+    return {"total_s": total, **{f"{k}_{q}": v[q] for k, v in marks.items() for q in ("wall_s", "cpu_s", "loaded", "compiled", "compiled_names")},
             "cache_files": sum(1 for _ in cache_dir.rglob("*.nbi"))}
 
 
@@ -158,6 +169,13 @@ def main():
         print(f"recorded: {path}")
     print(f"\n{info['device']}, load average {info.get('loadavg_1_5_15')}, median of {a.rounds} rounds, preset {a.preset}\n")
     print(benchlib.table(rows, cols))
+    last = rounds[-1]
+    for what, mark in (("train", "first_step"), ("generate", "first_token")):
+        for kind in ("cold", "warm"):
+            r = last[f"{what}_{kind}"]
+            phases = ", ".join(f"{m} {r[m + '_wall_s']:.2f} s" for m in ("imported", "context", mark) if f"{m}_wall_s" in r)
+            print(f"{what} {kind} (last round): {phases}; compiled {len(r.get(mark + '_compiled_names') or [])}: "
+                  f"{', '.join(r.get(mark + '_compiled_names') or []) or '-'}")
     return 0
 
 

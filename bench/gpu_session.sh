@@ -15,6 +15,7 @@
 #   L: the kernel ladders (issue 21 item 8) — nbdev-test --flags gpu on 03, 05, 07, 10, 11: their #| gpu cells sweep
 #      block sizes over each ladder's rungs (mint.kernels.sweep_blocks) and write bench/results/gpu_cells/*.json,
 #      copied to $OUT (commit them; then tools/run_notebooks.py on the CPU shows them through show_gpu_record)
+#   S: batched GPU serving and warm start (issue 18): bench/batch_decode_check.py, bench_serve.py, bench_startup.py (<= 150 s)
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
 # Prepare once on the development machine (both folders are in .gitignore):
@@ -70,6 +71,21 @@ elif [ "$PART" = X ]; then
   tail -12 "$L/bench_startup_cuda.log"
   cp bench/results/*cuda*.jsonl bench/results/startup*.jsonl bench/results/serve*.jsonl "$L/" 2>/dev/null
   tar cf "$OUT/x.tar" bench/results/gpu_cells -C /tmp xlogs 2>/dev/null; ls -la "$OUT"
+elif [ "$PART" = S ]; then
+  # S: issue 18's batched GPU serving and warm start (branch serve, 2026-12-03), <= 150 s: the batched decode step
+  #    (one launch per op, a CUDA graph per batch-size bucket) against a Decoder per sequence on the GPU, greedy and
+  #    seeded, and its ms/step at 1/4/16/64 sequences with and without the graph (bench/batch_decode_check.py); the
+  #    server at 1/4/16/64 clients (bench_serve.py); cold and warm start, with what still compiles warm named
+  #    (bench_startup.py: factory-made kernels are cached now, mint.kernels.factory_jit); all in $OUT/s.tar
+  L=/tmp/slogs; mkdir -p $L
+  ( time timeout 45 python3 bench/batch_decode_check.py --device cuda --preset medium --seqs 8 --steps 20 ) > "$L/batch_decode_check_cuda.log" 2>&1
+  echo "batch_decode_check: exit $? at ${SECONDS}s"; tail -12 "$L/batch_decode_check_cuda.log"
+  ( time timeout 65 python3 bench/bench_startup.py --device cuda --preset medium --rounds 1 ) > "$L/bench_startup_cuda.log" 2>&1
+  echo "bench_startup: exit $? at ${SECONDS}s"; tail -10 "$L/bench_startup_cuda.log"
+  left=$((148 - SECONDS)); [ $left -gt 15 ] && ( time timeout $left python3 bench/bench_serve.py --device cuda --clients 1 4 16 64 --requests 2 --rounds 1 --slots 64 ) > "$L/bench_serve_cuda.log" 2>&1
+  echo "bench_serve: exit $? at ${SECONDS}s"; tail -8 "$L/bench_serve_cuda.log"
+  cp bench/results/batch_decode_cuda.jsonl bench/results/serve_cuda.jsonl bench/results/startup_cuda.jsonl "$L/" 2>/dev/null
+  tar cf "$OUT/s.tar" -C /tmp slogs 2>/dev/null; ls -la "$OUT"
 elif [ "$PART" = T ]; then
   # T: tensor cores (issue 17), one lease: bench/bench_scale.py (Mint bf16 with the tensor-core GEMMs v7 and cuBLAS bf16
   #    and the tensor-core flash attention, Mint TF32, against PyTorch bf16 autocast + torch.compile + fused Adam), then

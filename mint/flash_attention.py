@@ -8,14 +8,14 @@ from .core import on_device, simulator_enabled, cdiv  # before numba: without a 
 import functools, math
 import numpy as np
 from numba import cuda, float32, int64
-from .kernels import launch, grid1d, check_args, block_max, block_sum, reduction_block, placeholder
+from .kernels import launch, grid1d, check_args, block_max, block_sum, reduction_block, placeholder, factory_jit
 from .attention import MASK_VALUE, MASKED_BELOW, attention_mask, attention_forward_ref
 
 # %% auto #0
 __all__ = ['CACHED_TILE', 'REF_TILE', 'FLASH_TILE', 'FLASH_SMEM_BYTES', 'attention_cached_ref', 'make_cached_kernel',
-           'attention_cached', 'cache_write_kernel', 'cache_write', 'tile_mask', 'flash_attention_forward_ref',
-           'flash_attention_backward_ref', 'make_flash_forward_kernel', 'make_flash_dq_kernel',
-           'make_flash_dkdv_kernel', 'flash_attention_forward', 'flash_attention_backward']
+           'attention_cached', 'cache_write_kernel', 'cache_write', 'cache_write_rows', 'attention_rows', 'tile_mask',
+           'flash_attention_forward_ref', 'flash_attention_backward_ref', 'make_flash_forward_kernel',
+           'make_flash_dq_kernel', 'make_flash_dkdv_kernel', 'flash_attention_forward', 'flash_attention_backward']
 
 # %% ../nbs/21_flash_attention.ipynb #28c4b887
 def _check_cached(fn: str, q, k_cache, v_cache, names=("q", "k_cache", "v_cache"), outs=(), **more) -> tuple:
@@ -72,9 +72,10 @@ def make_cached_kernel(head_dim: int, tile: int = CACHED_TILE):
     HD = int(head_dim)
     NT = _check_tile(tile, "make_cached_kernel")
 
-    @cuda.jit
-    def attn_cached_kernel(q, kc, vc, start_arr, start_int, use_arr, scale, out):
+    @factory_jit()
+    def attn_cached_kernel(q, kc, vc, start_arr, start_int, use_arr, rows, pos, use_rows, scale, out):
         # grid (T, H, B), block NT; q, out [B,T,H,HD]; kc, vc [B,S,H,HD]; start = start_arr[0] if use_arr else start_int
+        # use_rows (T = 1, `attention_rows`): query b reads cache row rows[b] (kc [R,S,H,HD]), entries 0..pos[b]
         sq = cuda.shared.array(HD, float32)     # the query row times scale
         sacc = cuda.shared.array(HD, float32)   # running sum of p_j v_j; sacc[d] owned by thread d % NT
         sp = cuda.shared.array(NT, float32)     # this tile's p_j = exp(s_j - m_new)
@@ -84,8 +85,12 @@ def make_cached_kernel(head_dim: int, tile: int = CACHED_TILE):
         h = cuda.blockIdx.y
         b = cuda.blockIdx.z
         S = kc.shape[1]
+        c = b                                   # the cache row this query reads
         start = start_arr[0] if use_arr else start_int
         n = min(start + t + 1, S)               # entries 0..n-1 are visible to this query
+        if use_rows:
+            c = rows[b]
+            n = min(pos[b] + 1, S) if c >= 0 and c < kc.shape[0] else 0   # a row < 0 (padding) sees nothing: zeros
         for d in range(tid, HD, NT):
             sq[d] = q[b, t, h, d] * scale
             sacc[d] = float32(0.0)
@@ -98,7 +103,7 @@ def make_cached_kernel(head_dim: int, tile: int = CACHED_TILE):
             if j < n:
                 s = float32(0.0)
                 for d in range(HD):
-                    s += sq[d] * kc[b, j, h, d]
+                    s += sq[d] * kc[c, j, h, d]
             m_new = max(m, block_max(sred, s))  # the tile max, to every thread
             p = float32(0.0)
             if j < n:
@@ -110,7 +115,7 @@ def make_cached_kernel(head_dim: int, tile: int = CACHED_TILE):
             for d in range(tid, HD, NT):
                 a = sacc[d] * alpha
                 for jj in range(nk):
-                    a += sp[jj] * vc[b, j0 + jj, h, d]
+                    a += sp[jj] * vc[c, j0 + jj, h, d]
                 sacc[d] = a
             m = m_new
             cuda.syncthreads()                  # sp is rewritten by the next tile
@@ -128,6 +133,10 @@ def _start_args(start, T: int, S: int, fn: str) -> tuple:
             raise ValueError(f"{fn}: a device start must be int32 of shape (1,), got {np.dtype(start.dtype).name} {tuple(start.shape)}")
         return start, 0, True
     return placeholder((1,), np.int32), _host_start(start, T, S, fn), False   # the kernel reads start_int
+
+def _no_rows() -> tuple:
+    "The kernels' (rows, pos, use_rows) arguments in a launch addressed by `start` (placeholders they do not read)."
+    return placeholder((1,), np.int32), placeholder((1,), np.int32), False
 
 # %% ../nbs/21_flash_attention.ipynb #7b900d7e
 def attention_cached(q, k_cache, v_cache, start, out=None, tile: int | None = None):
@@ -147,16 +156,16 @@ def attention_cached(q, k_cache, v_cache, start, out=None, tile: int | None = No
     if out is None: out = cuda.device_array((B, T, H, hd), np.float32)
     if B * T * H == 0: return out
     tile = _check_tile(CACHED_TILE if tile is None else tile, fn)
-    make_cached_kernel(hd, tile)[launch((T, H, B), tile)](q, k_cache, v_cache, start_arr, start_int, use_arr,
+    make_cached_kernel(hd, tile)[launch((T, H, B), tile)](q, k_cache, v_cache, start_arr, start_int, use_arr, *_no_rows(),
                                                   np.float32(1 / math.sqrt(hd)), out)
     return out
 
 # %% ../nbs/21_flash_attention.ipynb #9f277efd
 @cuda.jit(cache=True)
-def cache_write_kernel(new, cache, start_arr, start_int, use_arr):
-    "cache[b, start + t, h, d] = new[b, t, h, d] (grid-stride over new [B,T,H,hd]); start = start_arr[0] if use_arr else start_int; rows past the cache are skipped."
+def cache_write_kernel(new, cache, start_arr, start_int, use_arr, rows, pos, use_rows):
+    "cache[b, start + t, h, d] = new[b, t, h, d] (grid-stride over new [B,T,H,hd]); start = start_arr[0] if use_arr else start_int; with use_rows token b goes into cache row rows[b] at entry pos[b] + t (a row < 0: padding, skipped); entries past the cache are skipped."
     B, T, H, HD = new.shape
-    S = cache.shape[1]
+    R, S = cache.shape[0], cache.shape[1]
     start = start_arr[0] if use_arr else start_int
     for i in range(cuda.grid(1), B * T * H * HD, cuda.gridsize(1)):
         d = i % HD
@@ -165,9 +174,11 @@ def cache_write_kernel(new, cache, start_arr, start_int, use_arr):
         r //= H
         t = r % T
         b = r // T
-        j = start + t
-        if j >= 0 and j < S:
-            cache[b, j, h, d] = new[b, t, h, d]
+        c, j = b, start + t
+        if use_rows:
+            c, j = rows[b], pos[b] + t
+        if c >= 0 and c < R and j >= 0 and j < S:
+            cache[c, j, h, d] = new[b, t, h, d]
 
 # %% ../nbs/21_flash_attention.ipynb #980ba23c
 def cache_write(new, cache, start):
@@ -182,8 +193,61 @@ def cache_write(new, cache, start):
         cache[:, s:s + T] = new
         return cache
     start_arr, start_int, use_arr = _start_args(start, T, S, fn)
-    if new.size: cache_write_kernel[grid1d(new.size)](new, cache, start_arr, start_int, use_arr)
+    if new.size: cache_write_kernel[grid1d(new.size)](new, cache, start_arr, start_int, use_arr, *_no_rows())
     return cache
+
+# %% ../nbs/21_flash_attention.ipynb #6713e271
+def _check_rows(fn: str, x, kc, vc, rows, pos, names=("q", "k_cache", "v_cache"), outs=(), **more) -> tuple:
+    "(device?, (N, H, hd, R, S)) of tokens x [N,1,H,hd], caches [R,S,H,hd] of x's float dtype, rows and pos [N] (int32 on the device), through check_args."
+    if len(x.shape) != 4: raise ValueError(f"{fn}: {names[0]} must be 4-D (N, 1, H, head_dim), got shape {tuple(x.shape)}")
+    dev = on_device(x)
+    dt, it = (np.float32, np.int32) if dev else (x.dtype if np.dtype(x.dtype).kind == "f" else np.floating, np.integer)
+    dev = check_args(fn, outs, **{names[0]: (x, ("N", 1, "H", "hd"), dt), names[1]: (kc, ("R", "S", "H", "hd"), dt),
+                                  names[2]: (vc, ("R", "S", "H", "hd"), dt)}, rows=(rows, ("N",), it), pos=(pos, ("N",), it), **more)
+    return dev, (x.shape[0], *x.shape[2:], *kc.shape[:2])
+
+def _host_rows(rows, pos, R: int, S: int, fn: str) -> np.ndarray:
+    "The mask of real tokens (rows >= 0); ValueError unless their rows are < R and their entries in 0..S-1."
+    real = rows >= 0
+    if (rows[real] >= R).any() or (pos[real] < 0).any() or (pos[real] >= S).any():
+        raise ValueError(f"{fn}: rows must be < {R} (or < 0: padding) and positions in 0..{S - 1}")
+    return real
+
+# %% ../nbs/21_flash_attention.ipynb #89784dd1
+def cache_write_rows(new, cache, rows, pos):
+    """Write token i's key (or value) `new[i, 0]` [N,1,H,hd] into `cache` [R,S,H,hd] at row `rows[i]`, entry `pos[i]` (rows < 0:
+    padding, skipped); returns cache. NumPy -> an indexed assignment; device -> `cache_write_kernel`, one launch, rows and
+    pos int32 device arrays read at run time (not range-checked: entries outside the cache are skipped)."""
+    fn = "cache_write_rows"
+    dev, (N, H, hd, R, S) = _check_rows(fn, new, cache, cache, rows, pos, names=("new", "cache", "cache"))
+    if not dev:
+        real = _host_rows(rows, pos, R, S, fn)
+        cache[rows[real], pos[real]] = new[real, 0]
+        return cache
+    if new.size: cache_write_kernel[grid1d(new.size)](new, cache, placeholder((1,), np.int32), 0, False, rows, pos, True)
+    return cache
+
+# %% ../nbs/21_flash_attention.ipynb #5a257bd3
+def attention_rows(q, k_cache, v_cache, rows, pos, out=None, tile: int | None = None):
+    """Attention of token i's query `q[i, 0]` [N,1,H,hd] over row `rows[i]` of the caches [R,S,H,hd], entries 0..`pos[i]`
+    -> out [N,1,H,hd] (rows < 0: padding, zeros). NumPy -> `attention_cached_ref` token by token; device -> the cached
+    kernel in one launch (grid (1, H, N)), rows and pos int32 device arrays read at run time."""
+    fn = "attention_rows"
+    dev, (N, H, hd, R, S) = _check_rows(fn, q, k_cache, v_cache, rows, pos, outs=("out",),
+                                        out=(out, ("N", 1, "H", "hd"), np.float32 if on_device(q) else q.dtype))
+    if not dev:
+        real = _host_rows(rows, pos, R, S, fn)
+        o = np.zeros_like(q) if out is None else out
+        o[~real] = 0
+        for i in np.flatnonzero(real):
+            o[i] = attention_cached_ref(q[i][None], k_cache[rows[i]][None], v_cache[rows[i]][None], int(pos[i]))[0]
+        return o
+    if out is None: out = cuda.device_array((N, 1, H, hd), np.float32)
+    if N * H == 0: return out
+    tile = _check_tile(CACHED_TILE if tile is None else tile, fn)
+    make_cached_kernel(hd, tile)[launch((1, H, N), tile)](q, k_cache, v_cache, placeholder((1,), np.int32), 0, False,
+                                                          rows, pos, True, np.float32(1 / math.sqrt(hd)), out)
+    return out
 
 # %% ../nbs/21_flash_attention.ipynb #f0c13bbb
 def tile_mask(seg, q0: int, q1: int, k0: int, k1: int) -> np.ndarray:
@@ -288,7 +352,7 @@ def make_flash_forward_kernel(head_dim: int, tile: int = FLASH_TILE):
     HD = int(head_dim)
     NT = _check_tile(tile, "make_flash_forward_kernel")
 
-    @cuda.jit
+    @factory_jit()
     def flash_forward(q, k, v, seg, use_seg, scale, out, lse):
         # q, k, v, out [B,T,H,HD] float32; seg [B,T] int (read if use_seg); lse [B,H,T] float32
         sK = cuda.shared.array((NT, HD), float32)       # keys k0..k0+NT-1 of this (b, h)
@@ -364,7 +428,7 @@ def make_flash_dq_kernel(head_dim: int, tile: int = FLASH_TILE):
     NT = _check_tile(tile, "make_flash_dq_kernel")
     HDP = HD + 1      # padded row: thread tid reads row tid, so rows must not start in the same bank
 
-    @cuda.jit
+    @factory_jit()
     def flash_backward_dq(dout, q, k, v, out, lse, seg, use_seg, scale, dq, dsum):
         # dout, q, k, v, out, dq [B,T,H,HD] float32; lse, dsum [B,H,T] float32; seg [B,T] int (read if use_seg)
         sK = cuda.shared.array((NT, HD), float32)
@@ -431,7 +495,7 @@ def make_flash_dkdv_kernel(head_dim: int, tile: int = FLASH_TILE):
     NT = _check_tile(tile, "make_flash_dkdv_kernel")
     HDP = HD + 1      # padded row: thread tid reads row tid, so rows must not start in the same bank
 
-    @cuda.jit
+    @factory_jit()
     def flash_backward_dkdv(dout, q, k, v, lse, dsum, seg, use_seg, scale, dk, dv):
         # dout, q, k, v, dk, dv [B,T,H,HD] float32; lse, dsum [B,H,T] float32; seg [B,T] int (read if use_seg)
         sQ = cuda.shared.array((NT, HD), float32)       # queries q0..q0+NT-1, times scale

@@ -8,7 +8,7 @@ import contextlib, dataclasses, functools, time
 import numpy as np
 from .core import cdiv, rel_error, simulator_enabled, no_gpu_reason  # before numba: without a GPU it switches the simulator on
 from numba import cuda, float32
-from .kernels import launch, grid2d, check_args, gemm_dims
+from .kernels import launch, grid2d, check_args, gemm_dims, factory_jit, scratch
 from .cublas import cublas_gemm, load_cublas
 from .tensor_cores import tc_gemm
 
@@ -295,7 +295,7 @@ def make_gemm_v3(cfg: GemmConfig, trans_a: bool, trans_b: bool):
     ALIGN = shared_align()
     load_slab, store_slab, outer_step, store_c = f.load_slab, f.store_slab, f.outer_step, f.store_c
 
-    @cuda.jit(**jit_options(cfg))
+    @factory_jit(**jit_options(cfg))
     def gemm_v3(A, B, C, bias, has_bias):
         sA = cuda.shared.array((1, BK, QA, V), float32, ALIGN)
         sB = cuda.shared.array((1, BK, QB, V), float32, ALIGN)
@@ -419,7 +419,7 @@ def make_gemm_v4(cfg: GemmConfig, trans_a: bool, trans_b: bool, split: bool = Fa
     load_slab, store_slab, outer_step = f.load_slab, f.store_slab, f.outer_step
     store_out = f.store_partial if split else f.store_c
 
-    @cuda.jit(fastmath=fastmath, **jit_options(cfg))
+    @factory_jit(fastmath=fastmath, **jit_options(cfg))
     def gemm_v4(A, B, C, bias, has_bias):
         sA = cuda.shared.array((2, BK, QA, V), float32, ALIGN)
         sB = cuda.shared.array((2, BK, QB, V), float32, ALIGN)
@@ -499,10 +499,9 @@ def splitk_reduce_kernel(W, C, bias, has_bias):
 REDUCE_THREADS = 32 if simulator_enabled() else 256     # threads per block of the reduction (and the bias broadcast)
 REDUCE_MAX_BLOCKS = 2 if simulator_enabled() else 4096  # both are grid-strided: at most this many blocks
 
-@functools.lru_cache(maxsize=8)
 def _workspace(split: int, M: int, N: int):
-    "The split-K partial sums W[split, M, N], allocated once per shape (no allocation in the training loop)."
-    return cuda.device_array((split, M, N), dtype=np.float32)
+    "The split-K partial sums W[split, M, N]: `mint.kernels.scratch` (allocated only when a larger one is needed, never freed under a recorded graph)."
+    return scratch("split-k", (split, M, N))
 
 # %% ../nbs/20_gemm_ladder.ipynb #0f2b3beb
 V5_TILES = (       # v5's tiles on a GPU, largest first

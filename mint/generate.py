@@ -14,9 +14,9 @@ from .vocab import Vocab, PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
 from .model import Workspace, KVCache, RowsKV, views, forward
 
 # %% auto #0
-__all__ = ['NEVER_SAMPLED', 'serial_loops', 'Decoder', 'allowed_logits', 'check_sampling', 'top_order', 'tempered', 'sample_next',
-           'pick_next', 'stream', 'check_prompt', 'generate', 'BatchDecoder', 'sampling_stages', 'plot_sampling_stages',
-           'next_token_logits', 'sampling_playground', 'sampling_widget']
+__all__ = ['NEVER_SAMPLED', 'serial_loops', 'Decoder', 'replay', 'allowed_logits', 'check_sampling', 'top_order', 'tempered',
+           'sample_next', 'pick_next', 'stream', 'check_prompt', 'generate', 'BatchDecoder', 'bucket',
+           'sampling_stages', 'plot_sampling_stages', 'next_token_logits', 'sampling_playground', 'sampling_widget']
 
 # %% ../nbs/14_generate.ipynb #b168a456
 _BLAS = []                                          # threadpoolctl's controller of NumPy's BLAS, made once (finding the library is slow)
@@ -64,6 +64,13 @@ class Decoder:
     def room(self) -> int: return self.kv.capacity - self.kv.length
 
 # %% ../nbs/14_generate.ipynb #4796b05e
+def replay(graphs: dict, key: tuple, step) -> None:
+    "Launch the CUDA graph of `step` recorded under `key` + the GEMM provider in `graphs`, recording it first if there is none (a recording holds the launches of one GEMM provider; the kernels run at launch())."
+    from mint.gemm import get_gemm_provider
+    key = (*key, get_gemm_provider())
+    if key not in graphs: graphs[key] = capture(step)
+    graphs[key].launch()
+
 @patch
 def _replays(self: Decoder, n: int) -> bool:
     "Whether this step runs as a CUDA graph: one token on the GPU after a first one ran kernel by kernel (kernels compiled, constants made)."
@@ -77,11 +84,7 @@ def _run(self: Decoder, v, n: int):
         self._length_host[0] = before
         self.kv.length_dev.copy_to_device(self._length_host)
     step = lambda: forward(self.W, self.cfg, v, self.kv)
-    if self._replays(n):
-        from mint.gemm import get_gemm_provider
-        key = get_gemm_provider()                      # a recording holds the launches of one GEMM provider
-        if key not in self._graphs: self._graphs[key] = capture(step)   # records; the kernels run at launch()
-        self._graphs[key].launch()
+    if self._replays(n): replay(self._graphs, (), step)
     else: step()
     self.kv.length = before + n      # recording runs forward's Python once, a replay none of it: set, not added
     return v.logits
@@ -230,11 +233,13 @@ class BatchDecoder:
     free row; `step({seq: token}) -> {seq: logits}` is one forward over one token of every running sequence and up to `prefill`
     tokens of the prompts still being read (in the order they were added). A sequence is running from the step that reads
     its prompt's last token (its logits are in that step's result); `remove(seq)` frees its row. Logits are float64 host
-    arrays `[V]`; `device` 'cpu' or 'cuda'."""
-    def __init__(self, params: np.ndarray, cfg: ModelConfig, slots: int = 16, device: str = "cpu", prefill: int = 64):
+    arrays `[V]`; `device` 'cpu' or 'cuda' (there each step's batch is padded to a `bucket` size and, from a bucket's second
+    step on, replayed as that bucket's CUDA graph; `graphs=False`: kernel by kernel)."""
+    def __init__(self, params: np.ndarray, cfg: ModelConfig, slots: int = 16, device: str = "cpu", prefill: int = 64,
+                 graphs: bool = True):
         if int(slots) != slots or slots < 1: raise ValueError(f"slots must be an integer >= 1, got {slots}")
         if int(prefill) != prefill or prefill < 1: raise ValueError(f"prefill must be an integer >= 1, got {prefill}")
-        self.cfg, self.slots, self.device, self.prefill = cfg, int(slots), device, int(prefill)
+        self.cfg, self.slots, self.device, self.prefill, self.graphs, self._graphs = cfg, int(slots), device, int(prefill), graphs, {}
         shape = (cfg.n_layers, self.slots, cfg.max_seq_len, cfg.n_heads, cfg.head_dim)
         if device == "cuda":
             from numba import cuda
@@ -242,6 +247,8 @@ class BatchDecoder:
             self.W = views(cuda.to_device(np.asarray(params, np.float32)), cfg)
             self.K, self.V = cuda.device_array(shape, np.float32), cuda.device_array(shape, np.float32)
             self.ws = device_workspace(cfg, self.slots + self.prefill, 1, training=False)
+            self._rp_host = cuda.pinned_array((2, self.ws.batch_size), np.int32)    # rows | positions of a step's tokens
+            self._rp_dev = cuda.device_array((2, self.ws.batch_size), np.int32)     # what the kernels read
         elif device == "cpu":
             self.W = views(params, cfg)
             self.K, self.V = np.zeros(shape, params.dtype), np.zeros(shape, params.dtype)
@@ -291,12 +298,7 @@ def step(self: BatchDecoder, feeds: dict) -> dict:
         if n == len(t): out.append(s); at.append(n_ids - 1)            # its prompt's last token: its first logits
     ids, pos, rows = np.concatenate(ids), np.concatenate(pos), np.concatenate(rows)
     if not len(ids): return {}
-    v = self.ws.load(ids[:, None], pos.astype(np.int32)[:, None])
-    with contextlib.ExitStack() as stack:
-        if len(ids) in self._checked: stack.enter_context(unchecked())     # the same buffers as a step checked before
-        if self.device == "cpu": stack.enter_context(serial_loops())        # a few rows: too little work to share out
-        forward(self.W, self.cfg, v, RowsKV(self.K, self.V, rows, pos))
-    self._checked.add(len(ids))
+    v = self._forward(ids, pos, rows)
     np.add.at(self.lengths, rows, 1)
     for s, n in read.items():
         if n == len(self.todo[s]): del self.todo[s]
@@ -304,6 +306,33 @@ def step(self: BatchDecoder, feeds: dict) -> dict:
     logits = v.logits.copy_to_host() if on_device(v.logits) else v.logits
     z = np.asarray(logits[at], np.float64)
     return {s: z[i] for i, s in enumerate(out)}
+
+# %% ../nbs/14_generate.ipynb #6f678dc7
+def bucket(n: int, most: int) -> int:
+    "The number of rows a GPU step of `n` tokens is padded to: the next power of two, at most `most` (a CUDA graph per bucket)."
+    return min(1 << max(n - 1, 0).bit_length(), most)
+
+@patch
+def _forward(self: BatchDecoder, ids, pos, rows):
+    "The forward of tokens `ids` at entries `pos` of cache rows `rows`: the workspace views. GPU: padded to `bucket` rows (row -1: nothing written or read), rows and positions uploaded where the kernels read them, replayed as the bucket's graph once the bucket ran (checked) kernel by kernel."
+    n = len(ids)
+    if self.device == "cuda":
+        n = bucket(len(ids), self.ws.batch_size)
+        pad = lambda a, fill: np.concatenate([a, np.full(n - len(a), fill, a.dtype)])
+        ids, pos, rows = pad(ids, 0), pad(pos, 0), pad(rows, -1)
+        self._rp_host[0, :n], self._rp_host[1, :n] = rows, pos
+        self._rp_dev.copy_to_device(self._rp_host)
+        kv = RowsKV(self.K, self.V, self._rp_dev[0, :n], self._rp_dev[1, :n])
+    else: kv = RowsKV(self.K, self.V, rows, pos)
+    v = self.ws.load(ids[:, None], pos.astype(np.int32)[:, None])
+    step = lambda: forward(self.W, self.cfg, v, kv)
+    with contextlib.ExitStack() as stack:
+        if n in self._checked: stack.enter_context(unchecked())     # the same buffers as a step checked before
+        if self.device == "cpu": stack.enter_context(serial_loops())  # a few rows: too little work to share out
+        if self.device == "cuda" and self.graphs and n in self._checked: replay(self._graphs, (n,), step)
+        else: step()
+    self._checked.add(n)
+    return v
 
 # %% ../nbs/14_generate.ipynb #97ddf63f
 @patch

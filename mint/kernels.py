@@ -5,7 +5,7 @@
 # %% ../nbs/03_kernels.ipynb #8fe39b61
 from __future__ import annotations
 from .core import on_device, simulator_enabled, cdiv  # before numba: without a GPU it switches the simulator on
-import contextlib, contextvars, functools, math, sys, threading
+import contextlib, contextvars, functools, hashlib, math, sys, threading
 import numpy as np
 from numba import cuda, float32
 
@@ -13,8 +13,8 @@ from numba import cuda, float32
 __all__ = ['THREADS', 'MAX_BLOCKS', 'COL_BX', 'COL_MAX_BY', 'COL_SLOTS', 'SWEEP_SIZES', 'launch', 'grid1d', 'next_pow2', 'grid2d',
            'unchecked', 'check_args', 'gemm_dims', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel',
            'swap01_kernel', 'rows_grid', 'copy', 'add', 'swap01', 'lock_simulator_shared_arrays', 'block_sum',
-           'placeholder', 'block_max', 'block_sum_y', 'column_block', 'reduction_block', 'Graph', 'stream_handle',
-           'capture', 'sweep_table', 'sweep_blocks']
+           'placeholder', 'scratch', 'clear_scratch', 'factory_jit', 'block_max', 'block_sum_y', 'column_block',
+           'reduction_block', 'Graph', 'stream_handle', 'capture', 'sweep_table', 'sweep_blocks']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
 THREADS = 32 if simulator_enabled() else 256       # threads per block of 1-D (grid-stride) launches
@@ -316,6 +316,27 @@ def block_sum(buf, value):
 def placeholder(shape: tuple, dtype=np.int32):
     "A zero device array of `shape` and `dtype`, made once: what a launcher passes for an array argument its kernel will not read (kernels cannot take None)."
     return cuda.to_device(np.zeros(shape, dtype))
+
+# %% ../nbs/03_kernels.ipynb #913d2df4
+_SCRATCH: dict = {}   # (role, dtype) -> its buffers, newest last; the older ones are kept: a recorded CUDA graph may still use them
+
+def scratch(role: str, shape: tuple, dtype=np.float32):
+    "A device array of `shape` for `role`: a view of the newest buffer of (role, dtype), which grows (at least doubling) when too small; never freed but by `clear_scratch`."
+    n, bufs = math.prod(shape), _SCRATCH.setdefault((role, np.dtype(dtype).str), [])
+    if not bufs or bufs[-1].size < n: bufs.append(cuda.device_array(max(n, 2 * bufs[-1].size if bufs else n), dtype))
+    return bufs[-1][:n].reshape(shape)
+
+def clear_scratch(prefix: str = "") -> None:
+    "Free the `scratch` buffers whose role starts with `prefix` (all by default); CUDA graphs recorded with them must not be replayed after this."
+    for key in [k for k in _SCRATCH if k[0].startswith(prefix)]: del _SCRATCH[key]
+
+# %% ../nbs/03_kernels.ipynb #bd442761
+def factory_jit(*signature, **options):
+    "`cuda.jit(*signature, cache=True, **options)` for a kernel made inside a factory (a closure): numba's disk cache keys it by its code and the values it closes over, not by `options`, so these go into its cache entry's name (its `__qualname__`)."
+    def jit(fn):
+        if options: fn.__qualname__ += "_" + hashlib.sha1(repr(sorted(options.items())).encode()).hexdigest()[:8]
+        return cuda.jit(*signature, cache=True, **options)(fn)
+    return jit
 
 # %% ../nbs/03_kernels.ipynb #5c3cb6d5
 @cuda.jit(device=True)

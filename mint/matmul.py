@@ -8,7 +8,7 @@ from .core import on_device, cdiv  # before numba: without a GPU it switches the
 import functools
 import numpy as np
 from numba import cuda, float32
-from .kernels import check_args, grid2d, block_sum_y, column_block, COL_BX, COL_SLOTS, gemm_dims
+from .kernels import factory_jit, check_args, grid2d, block_sum_y, column_block, COL_BX, COL_SLOTS, gemm_dims
 from .gemm import launch_gemm   # training's GEMM (chapter 20): v5, cuBLAS or the tensor cores
 
 # %% auto #0
@@ -55,7 +55,7 @@ def make_gemm_kernel(tile: int = TILE):
     if not 1 <= T * T <= 1024: raise ValueError(f"tile must satisfy 1 <= tile*tile <= 1024 threads, got {tile}")
     TP = T + 1  # padded row length, computed here: a shared shape must be compile-time constants (see "Other tile sizes")
 
-    @cuda.jit
+    @factory_jit()
     def gemm_kernel(A, B, C, bias, trans_a, trans_b, has_bias):
         # C [M,N] float32; A [M,K] (or [K,M] if trans_a); B [K,N] (or [N,K] if trans_b); bias [N] read if has_bias
         sA = cuda.shared.array((T, TP), float32)  # sA[i, k] = op(A)[row0 + i, k0 + k]; +1 pad: no bank conflicts

@@ -17,7 +17,7 @@ from .rope import rope_forward, rope_backward
 from .rmsnorm import rmsnorm_forward, rmsnorm_backward
 from .swiglu import swiglu_forward, swiglu_backward
 from .attention import attention_forward, attention_backward
-from .flash_attention import attention_cached, cache_write, flash_attention_forward, flash_attention_backward
+from .flash_attention import attention_cached, cache_write, cache_write_rows, attention_rows, flash_attention_forward, flash_attention_backward
 from .flash_tc import flash_tc_forward, flash_tc_backward
 from .loss import cross_entropy
 from .precision import PRECISIONS, to_bf16, linear_bf16, linear_backward_bf16
@@ -369,35 +369,31 @@ class RowsKV:
     """The cache of a batch of sequences decoded together, the forward's rows being single tokens: `k, v`
     `[n_layers, R, S, H, head_dim]` (R cache rows, NumPy or device), `rows`, `pos` `int[N]`: token i of the forward
     (inputs `[N, 1]`) goes into row `rows[i]` at entry `pos[i]` and sees that row's entries `0…pos[i]`. The owner
-    advances its lengths after the forward. NumPy: one indexed write and one compiled loop per layer; device: a launch
-    per run of consecutive tokens of one row."""
+    advances its lengths after the forward. One write and one attention per layer for all N tokens: NumPy, an indexed
+    write and a compiled loop; device, `cache_write_rows` and `attention_rows`, with `rows` and `pos` int32 device arrays
+    (host ones are uploaded) that the kernels read when they run, so a recorded step serves any rows (a row < 0: padding)."""
     length_dev = None
     def __init__(self, k, v, rows, pos):
-        self.k, self.v = k, v
+        self.k, self.v, self.length = k, v, 0          # forward adds 1 to length; the rows' lengths are the owner's
+        if on_device(k):                               # the kernels skip what falls outside the cache
+            from numba import cuda
+            self.rows, self.pos = (a if on_device(a) else cuda.to_device(np.asarray(a, np.int32)) for a in (rows, pos))
+            return
         self.rows, self.pos = np.asarray(rows, np.int64), np.asarray(pos, np.int64)
-        self.length = 0                  # forward adds 1 here; the rows' lengths are the owner's
         if len(self.rows) and not (0 <= self.rows.min() and self.rows.max() < self.k.shape[1]
                                    and 0 <= self.pos.min() and self.pos.max() < self.capacity):
             raise ValueError(f"RowsKV: rows must be in 0..{self.k.shape[1] - 1} and positions in 0..{self.capacity - 1}")
     @property
     def capacity(self) -> int: return self.k.shape[2]
-    def _runs(self):
-        "(i0, i1, row, start): tokens i0..i1-1 are one row's entries start, start+1, …"
-        starts = [0] + [i for i in range(1, len(self.rows)) if self.rows[i] != self.rows[i - 1] or self.pos[i] != self.pos[i - 1] + 1]
-        return [(a, b, int(self.rows[a]), int(self.pos[a])) for a, b in zip(starts, starts[1:] + [len(self.rows)])]
     def append(self, layer: int, k, v) -> None:
         if not on_device(k):
             self.k[layer][self.rows, self.pos], self.v[layer][self.rows, self.pos] = k[:, 0], v[:, 0]
             return
-        for a, b, r, s in self._runs():
-            cache_write(k[a:b].reshape(1, b - a, *k.shape[2:]), self.k[layer, r:r + 1], s)
-            cache_write(v[a:b].reshape(1, b - a, *v.shape[2:]), self.v[layer, r:r + 1], s)
+        cache_write_rows(k, self.k[layer], self.rows, self.pos); cache_write_rows(v, self.v[layer], self.rows, self.pos)
     def attend(self, layer: int, q, out) -> None:
         if not on_device(q):
             return attention_rows_cpu(q[:, 0], self.k[layer], self.v[layer], self.rows, self.pos, 1 / math.sqrt(q.shape[3]), out[:, 0])
-        for a, b, r, s in self._runs():
-            attention_cached(q[a:b].reshape(1, b - a, *q.shape[2:]), self.k[layer, r:r + 1], self.v[layer, r:r + 1], s,
-                             out=out[a:b].reshape(1, b - a, *out.shape[2:]))
+        attention_rows(q, self.k[layer], self.v[layer], self.rows, self.pos, out=out)
 
 # %% ../nbs/12_model.ipynb #f4cfce1b
 def _linear(x, x16, w, w16, b, out):

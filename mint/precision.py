@@ -8,7 +8,7 @@ from .core import on_device  # before numba: without a GPU it switches the simul
 import numpy as np
 import ml_dtypes
 from numba import cuda, uint32
-from .kernels import check_args, grid1d
+from .kernels import check_args, grid1d, scratch, clear_scratch as kernels_clear_scratch
 from .matmul import bias_grad
 from .gemm import launch_gemm, get_gemm_provider, BF16_PROVIDERS
 
@@ -122,20 +122,11 @@ def linear_backward_bf16(dy, dy16, x16, w16, dx=None, dw=None, db=None, has_bias
     return dx, dw, bias_grad(dy, out=db) if has_bias else None
 
 # %% ../nbs/25_mixed_precision.ipynb #6b555eb8
-_WIDE: dict = {}
-_OUTGROWN: list = []
-
 def widen_operands(a, b):
-    "The GEMM fallback: float32 copies of bf16 device operands `a`, `b` (exact) in two scratch buffers, one per operand, grown to the largest seen (the training engine's warm-up step sees the largest, so CUDA-graph capture allocates nothing)."
-    outs = []
-    for slot, x in enumerate((a, b)):
-        if slot not in _WIDE or _WIDE[slot].size < x.size:
-            if slot in _WIDE: _OUTGROWN.append(_WIDE[slot])   # kept: a CUDA graph recorded earlier may still write it
-            _WIDE[slot] = cuda.device_array(x.size, np.float32)
-        outs.append(from_bf16(x, out=_WIDE[slot][:x.size].reshape(x.shape)))
-    return outs
+    "The GEMM fallback: float32 copies of bf16 device operands `a`, `b` (exact) in two `mint.kernels.scratch` buffers, one per operand (the training engine's warm-up step sees the largest, so CUDA-graph capture allocates nothing)."
+    return [from_bf16(x, out=scratch(f"wide {slot}", tuple(x.shape))) for slot, x in enumerate((a, b))]
 
 # %% ../nbs/25_mixed_precision.ipynb #14df0057
 def clear_scratch() -> None:
     "Free the fallback's scratch buffers (`widen_operands`); graphs recorded with them must not be replayed after this."
-    _WIDE.clear(); _OUTGROWN.clear()
+    kernels_clear_scratch("wide ")

@@ -9,7 +9,7 @@ import numpy as np
 import ml_dtypes                # bf16 rounding on the host (the tests' operands)
 from .core import cdiv, rel_error, simulator_enabled  # before numba: without a GPU it switches the simulator on
 from numba import cuda
-from .kernels import launch, check_args, gemm_dims, grid1d, grid2d
+from .kernels import launch, check_args, gemm_dims, grid1d, grid2d, scratch
 
 # %% auto #0
 __all__ = ['MMA_SHAPES', 'TC_COMMON', 'TC_V6', 'TC_V7_LOAD', 'TC_V7_MAIN', 'SHARED_BYTES_MAX', 'V7_TILES', 'TC_V8', 'V8_STAGES',
@@ -449,10 +449,9 @@ def round_bf16_kernel(src, dst):
         i += cuda.gridsize(1)
 
 # %% ../nbs/24_tensor_cores.ipynb #971257fe
-@functools.lru_cache(maxsize=16)
 def _scratch(role: str, shape: tuple, dtype=np.uint16):
-    "A scratch array per role, shape and dtype (bf16 operands; v8's split-K partial products), allocated once (no allocation inside a recorded graph)."
-    return cuda.device_array(shape, dtype)
+    "A scratch array per role and dtype (bf16 operands; v8's split-K partial products): `mint.kernels.scratch` (allocated only when a larger one is needed, never freed under a recorded graph)."
+    return scratch(f"{np.dtype(dtype).name} {role}", shape, dtype)
 
 # %% ../nbs/24_tensor_cores.ipynb #04b3b31e
 def round_bf16(x, out=None):

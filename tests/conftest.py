@@ -27,3 +27,15 @@ def trained(tmp_path_factory, peoples_daily):
             cache[arch, tokenizer] = load_checkpoint(rep["checkpoint"])
         return cache[arch, tokenizer]
     return get
+
+
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", default=False, help="also run the tests marked slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    "Tests marked `slow` (pyproject's marker: long runs) are skipped unless --runslow."
+    if config.getoption("--runslow"): return
+    skip = pytest.mark.skip(reason="slow: run with --runslow")
+    for item in items:
+        if "slow" in item.keywords: item.add_marker(skip)
