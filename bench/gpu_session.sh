@@ -12,6 +12,7 @@
 #      with the cuBLAS providers (bench/bench_train_step.py --gemm), bench/gpu_train_run.py --gemm (GPU = CPU; graph =
 #      kernel by kernel), bench/cublas_decode_check.py (the decode step's graph with cuBLAS in it)
 #   T: tensor cores — bench/bench_scale.py (bf16 with v7 / cuBLAS bf16 and flash-tc vs PyTorch bf16 + compile), chapters 24-27
+#   V: GEMM rung v8 (wgmma) — bench/wgmma_probe.py, chapter 24 executed on the GPU
 #   L: the kernel ladders (issue 21 item 8) — nbdev-test --flags gpu on 03, 05, 07, 10, 11: their #| gpu cells sweep
 #      block sizes over each ladder's rungs (mint.kernels.sweep_blocks) and write bench/results/gpu_cells/*.json,
 #      copied to $OUT (commit them; then tools/run_notebooks.py on the CPU shows them through show_gpu_record)
@@ -71,6 +72,16 @@ elif [ "$PART" = X ]; then
   tail -12 "$L/bench_startup_cuda.log"
   cp bench/results/*cuda*.jsonl bench/results/startup*.jsonl bench/results/serve*.jsonl "$L/" 2>/dev/null
   tar cf "$OUT/x.tar" bench/results/gpu_cells -C /tmp xlogs 2>/dev/null; ls -la "$OUT"
+elif [ "$PART" = V ]; then
+  # V: GEMM rung v8 (wgmma, chapter 24): the probe's checks and timings (all four layouts, split-K, against cuBLAS
+  #    bf16), then chapter 24 executed on the GPU (its v6/v7/v8 cells stored, bench/results/tensor_cores*_h200.json
+  #    rewritten); everything in $OUT/v.tar
+  L=/tmp/vlogs; mkdir -p $L
+  ( time timeout 90 python3 bench/wgmma_probe.py ) > "$L/wgmma_probe.log" 2>&1; echo "probe exit $? at ${SECONDS}s"
+  grep -E "^\||checked|Error|assert" "$L/wgmma_probe.log" | tail -14; cp "$OUT/wgmma_probe.json" "$L/" 2>/dev/null
+  ( time timeout ${NB24_S:-170} python3 tools/run_notebooks.py nbs/24_tensor_cores.ipynb -j 1 --timeout 160 ) > "$L/run_24.log" 2>&1
+  echo "24 exit $? at ${SECONDS}s"; tail -4 "$L/run_24.log"
+  tar cf "$OUT/v.tar" nbs/24_tensor_cores.ipynb bench/results/tensor_cores_h200.json bench/results/tensor_cores_v8_h200.json -C /tmp vlogs 2>/dev/null
 elif [ "$PART" = S ]; then
   # S: issue 18's batched GPU serving and warm start (branch serve, 2026-12-03), <= 150 s: the batched decode step
   #    (one launch per op, a CUDA graph per batch-size bucket) against a Decoder per sequence on the GPU, greedy and
