@@ -36,7 +36,9 @@ def _compiles() -> tuple[int, int, list]:
     hits = misses = 0
     names = []
     for f in gc.get_objects():
-        if not (hasattr(f, "_cache_misses") and hasattr(f, "_cache_hits")): continue
+        try:
+            if not (hasattr(f, "_cache_misses") and hasattr(f, "_cache_hits")): continue
+        except Exception: continue                       # lazy modules (six.moves) import on any attribute lookup
         mod = getattr(getattr(f, "py_func", None), "__module__", "") or ""
         if not mod.startswith("mint."): continue
         h, m = sum(f._cache_hits.values()), sum(f._cache_misses.values())

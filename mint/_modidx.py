@@ -574,6 +574,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'mint.kernels.column_block': ('kernels.html#column_block', 'mint/kernels.py'),
                               'mint.kernels.copy': ('kernels.html#copy', 'mint/kernels.py'),
                               'mint.kernels.copy_kernel': ('kernels.html#copy_kernel', 'mint/kernels.py'),
+                              'mint.kernels.current_device': ('kernels.html#current_device', 'mint/kernels.py'),
                               'mint.kernels.factory_jit': ('kernels.html#factory_jit', 'mint/kernels.py'),
                               'mint.kernels.fill': ('kernels.html#fill', 'mint/kernels.py'),
                               'mint.kernels.fill_kernel': ('kernels.html#fill_kernel', 'mint/kernels.py'),

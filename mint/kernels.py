@@ -14,7 +14,7 @@ __all__ = ['THREADS', 'MAX_BLOCKS', 'COL_BX', 'COL_MAX_BY', 'COL_SLOTS', 'SWEEP_
            'unchecked', 'check_args', 'gemm_dims', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel',
            'swap01_kernel', 'rows_grid', 'copy', 'add', 'swap01', 'lock_simulator_shared_arrays', 'block_sum',
            'placeholder', 'scratch', 'clear_scratch', 'factory_jit', 'block_max', 'block_sum_y', 'column_block',
-           'reduction_block', 'Graph', 'stream_handle', 'capture', 'sweep_table', 'sweep_blocks']
+           'reduction_block', 'current_device', 'Graph', 'stream_handle', 'capture', 'sweep_table', 'sweep_blocks']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
 THREADS = 32 if simulator_enabled() else 256       # threads per block of 1-D (grid-stride) launches
@@ -365,12 +365,24 @@ def reduction_block(fn: str, threads: int | None = None, default: int = THREADS,
     return t
 
 # %% ../nbs/03_kernels.ipynb #2d6dec30
+_TLS = threading.local()
+
+def current_device():
+    "cuda.core's `Device`, made current once in each thread: cuda.core keeps per-thread state, and a server's decode thread records and replays graphs too."
+    dev = getattr(_TLS, "device", None)
+    if dev is None:
+        from cuda.core import Device
+        dev = _TLS.device = Device()
+        dev.set_current()
+    return dev
+
 class Graph:
     "A recorded sequence of kernel launches: `launch()` replays it on the default stream (the simulator: calls the recorded function again)."
     def __init__(self, graph=None, fn=None): self.graph, self.fn = graph, fn
     def launch(self) -> None:
         if self.graph is None: self.fn(); return
         from cuda.core import Stream
+        current_device()
         self.graph.launch(Stream.from_handle(0))
 
 def stream_handle() -> int:
@@ -381,9 +393,8 @@ def stream_handle() -> int:
 def capture(fn) -> Graph:
     "Run `fn()` once while recording every launch it makes (none may copy to or from the host), and return the recording as a `Graph`."
     if simulator_enabled(): return Graph(fn=fn)
-    from cuda.core import Device
     cuda.synchronize()                                   # the recording must not race work queued before it
-    builder = Device().create_graph_builder()
+    builder = current_device().create_graph_builder()
     builder.begin_building()
     _STREAMS.append(builder)
     try: fn()
