@@ -499,9 +499,9 @@ def splitk_reduce_kernel(W, C, bias, has_bias):
 REDUCE_THREADS = 32 if simulator_enabled() else 256     # threads per block of the reduction (and the bias broadcast)
 REDUCE_MAX_BLOCKS = 2 if simulator_enabled() else 4096  # both are grid-strided: at most this many blocks
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=None)
 def _workspace(split: int, M: int, N: int):
-    "The split-K partial sums W[split, M, N], allocated once per shape (no allocation in the training loop)."
+    "The split-K partial sums W[split, M, N], allocated once per shape (no allocation in the training loop) and kept: a recorded CUDA graph (the training step's, Muon's update) holds its address, so one must never be freed to make room for another shape."
     return cuda.device_array((split, M, N), dtype=np.float32)
 
 # %% ../nbs/20_gemm_ladder.ipynb #0f2b3beb
