@@ -5,7 +5,7 @@
 # %% ../nbs/44_muon.ipynb #f4d8415d
 from __future__ import annotations
 from .core import on_device, ModelConfig  # before numba: without a GPU it switches the simulator on
-import math
+import math, sys
 from dataclasses import dataclass
 from functools import partial
 from fastcore.basics import patch
@@ -206,7 +206,13 @@ def update_matrices(self: MuonPlan, params, grads, m, lr, scale, weight_decay, s
     key = (id(params), id(grads), id(m), id(sc), get_gemm_provider())
     g = self._graphs.get(key)
     if g is None: self._graphs[key] = (params, grads, m, sc); return run()        # the arrays are kept: their ids stay theirs
-    if len(g) == 4: g = self._graphs[key] = (*g, capture(run))
+    if len(g) == 4:
+        try: g = self._graphs[key] = (*g, capture(run))
+        except Exception as e:             # a provider or driver that cannot be recorded: the step still runs, and says so
+            self.graphs = False
+            print(f"warning: Muon's update could not be recorded as a CUDA graph ({type(e).__name__}: {e}); "
+                  "it runs kernel by kernel", file=sys.stderr)
+            return run()
     g[4].launch()
 
 # %% ../nbs/44_muon.ipynb #91991dd8
