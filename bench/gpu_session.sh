@@ -57,12 +57,14 @@ elif [ "$PART" = Y ]; then
   #    kernel, Muon as a CUDA graph; graph = kernel by kernel = NumPy checked), and Muon against AdamW at medium (300
   #    steps, as W measured before the graph); logs and records in $OUT/y.tar
   L=/tmp/ylogs; mkdir -p $L
-  ( time timeout 50 python3 bench/tape_bench.py --device cuda --preset tiny medium --batch-size 8 32 --reps 3 ) > "$L/tape_bench_cuda.log" 2>&1
-  tail -9 "$L/tape_bench_cuda.log"; echo "at ${SECONDS}s"
   ( time timeout 35 python3 bench/muon_step_bench.py --device cuda --preset medium ) > "$L/muon_step_cuda.log" 2>&1
   tail -9 "$L/muon_step_cuda.log"; echo "at ${SECONDS}s"
-  ( time timeout 65 python3 bench/muon_vs_adam.py --device cuda --preset medium --steps 300 --batch-size 32 ) > "$L/muon_medium.log" 2>&1
+  ( time timeout 55 python3 bench/muon_vs_adam.py --device cuda --preset medium --steps 300 --batch-size 32 ) > "$L/muon_medium.log" 2>&1
   tail -9 "$L/muon_medium.log"; echo "at ${SECONDS}s"
+  for p in "tiny 8 25" "medium 32 35"; do set -- $p
+    ( time timeout $3 python3 bench/tape_bench.py --device cuda --preset $1 --batch-size $2 --reps 3 ) > "$L/tape_bench_cuda_$1.log" 2>&1
+    tail -8 "$L/tape_bench_cuda_$1.log"; echo "at ${SECONDS}s"
+  done
   cp bench/results/tape_cost.jsonl bench/results/muon_step.jsonl bench/results/muon_vs_adam.jsonl "$L/" 2>/dev/null
   tar cf "$OUT/y.tar" -C /tmp ylogs; ls -la "$OUT"
 elif [ "$PART" = YM ] || [ "$PART" = YT ]; then
