@@ -1,9 +1,15 @@
 """Mint against its PyTorch peer under one time budget: the same data, tokenizer, model, batch and budget; each side
 measures its own step speed and fits its whole schedule (warmup + cosine, periodic and final validation) inside the
-budget; the headline is the best validation bits per UTF-8 byte.
+budget; the headline is the validation bits per UTF-8 byte of each side's final weights on the whole validation text.
 
     nice -n 10 python bench/budget_run.py --budget 10m                  # 2-core CPU, tiny, People's Daily
-    python bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64
+    python bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --side mint    # one device call
+    python bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --side torch   # another
+    python bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --pair         # the table of both
+
+`--side mint|torch` runs one side and appends a record with that one row (a 5-minute budget per side and the start-up
+fit one 10-minute device call, both sides do not); `--pair` trains nothing and prints the table of the latest Mint and
+PyTorch rows recorded with the same settings (each row names its host and date: two calls may get two machines).
 
 Mint runs `mint.pipeline.train_corpus(..., budget=...)` (what `mint train --budget` runs). The peer is
 bench/torch_model.py's `MintTorch` (same initial weights by name, Adam β 0.9/0.999, clip 50, `mint.optim.lr_at`),
@@ -14,7 +20,7 @@ bits/byte come from `mint.pipeline.bits_summary` on the same validation text. Ap
 bench/results/budget_run.jsonl and prints a table.
 """
 from __future__ import annotations
-import argparse, copy, itertools, math, sys, time
+import argparse, copy, itertools, json, math, sys, tempfile, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -69,13 +75,13 @@ def torch_run(a, budget_s: float) -> dict:
     S = plan_steps(left, step_s, val_batch_s, 10**9, eval_batches, len(val))
     every = max(S // 5, 1)
     S = plan_steps(left, step_s, val_batch_s, every, eval_batches, len(val))
-    opt, warm, best, first = make_opt(model), warmup_steps(S), math.inf, S
+    opt, warm, first = make_opt(model), warmup_steps(S), S
     batches = D.lm_batches(tr, B, T, np.random.default_rng(a.seed))
     s, val_t, mark, replan, reason = 0, 0.0, None, None, "done"   # as mint.budget.Replan: the pace from step 5, validations left out
     while s < S:
         step(model, opt, next(batches), lr_at(s, S, a.lr, warm)); s += 1
         if s % every == 0 and s < S:
-            tv = time.perf_counter(); best = min(best, evaluate(model, val, a.device, eval_batches)); val_t += time.perf_counter() - tv
+            tv = time.perf_counter(); evaluate(model, val, a.device, eval_batches); val_t += time.perf_counter() - tv
             if replan: val_batch_s = (time.perf_counter() - tv) / eval_batches   # as Mint's time limit: the last validation's cost
         now = time.perf_counter()
         if s == 5: mark = (s, now - val_t)
@@ -85,9 +91,8 @@ def torch_run(a, budget_s: float) -> dict:
             replan = dict(step=s, at_s=now - t0, step_s=pace, steps=S)
         if now - t0 > budget_s - len(val) * val_batch_s - (replan or {}).get("step_s", step_s):   # the safety net Mint's time limit is
             S, reason = s, "time_limit"; break
-    final = evaluate(model, val, a.device)
+    final = evaluate(model, val, a.device)            # the headline: the final weights on the whole validation text
     secs = time.perf_counter() - t0
-    best = min(best, final)
     return dict(side="PyTorch", first_plan=first, replan=replan, reason=reason, steps=S, step_s=step_s, seconds=secs, total_seconds=time.perf_counter() - t_start,
                 val_loss=final, **bits_summary(final, va, val_s))
 
@@ -99,14 +104,32 @@ def mint_run(a, budget_s: float) -> dict:
                        log=lambda *x, **k: None, tokenizer=a.tokenizer, vocab_size=a.vocab_size, budget=budget_s)
     b = rep["budget"]
     replan = dict(step=b["replan_step"], at_s=b["replan_at_s"], step_s=b["replan_step_s"], steps=b["replanned_steps"]) if b["replanned_steps"] else None
-    # Like with like: the peer scores its final weights on the whole validation set, and so does Mint's final validation
-    # (`last_val_loss`). A budget run's periodic validations use a 16-batch subset, and the run's `bits` come from the best
-    # of those (rep["bits"]["nats_per_token"]): a different, smaller set, so they are rescaled to the whole-set loss here
-    # (every unit is linear in the loss; the floors do not depend on it). Records before 2026-12-02T14:30 hold the subset's.
-    scale = rep["last_val_loss"] / rep["bits"]["nats_per_token"]
-    bits = {k: v * scale if k in ("nats_per_token", "bits_per_char", "bits_per_byte") else v for k, v in rep["bits"].items()}
+    # Like with like: the peer scores its final weights on the whole validation set. A budget run's periodic validations
+    # use a 16-batch subset; the loop compares only validations of the same batches and the whole set outranks a subset
+    # (`mint.train.outranks`), so the run's best, and its `bits`, are its final whole-set validation. Records before
+    # 2026-12-03 hold the best subset's bits (their val_loss is the final whole-set one).
+    if rep["best_batches"] != rep["val_batches"]:
+        raise SystemExit(f"Mint's best validation is on {rep['best_batches']} of the {rep['val_batches']} batches ({rep['stopped']}): not comparable")
     return dict(side="Mint", first_plan=b["steps"], replan=replan, reason=rep["reason"], steps=rep["steps"], step_s=b["step_s"], seconds=b["used_s"],
-                total_seconds=time.perf_counter() - t0, val_loss=rep["last_val_loss"], best_subset_nats_per_token=rep["bits"]["nats_per_token"], **bits)
+                total_seconds=time.perf_counter() - t0, val_loss=rep["val_loss"], best_batches=rep["best_batches"], **rep["bits"])
+
+
+def settings(a) -> dict:
+    "The arguments that make two records comparable (all but --side and --pair), as recorded."
+    return {k: v for k, v in vars(a).items() if k not in ("side", "pair")}
+
+
+def latest_pair(a) -> list[dict]:
+    "The latest recorded Mint row and the latest PyTorch row whose record has these settings, each with its record's date and host."
+    found = {}
+    path = benchlib.RESULTS / "budget_run.jsonl"
+    for line in path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        if {k: v for k, v in rec["args"].items() if k not in ("side", "pair")} != settings(a): continue
+        for r in rec["rows"]: found[r["side"]] = {**r, "side": f"{r['side']} ({rec['date'][:16]}, {rec['host'].get('device', '?')})"}
+    missing = [s for s in ("Mint", "PyTorch") if s not in found]
+    if missing: raise SystemExit(f"{path}: no {' or '.join(missing)} row recorded with {settings(a)}")
+    return [found["Mint"], found["PyTorch"]]
 
 
 def main(argv=None):
@@ -120,18 +143,22 @@ def main(argv=None):
     ap.add_argument("--vocab-size", type=int, default=None)
     ap.add_argument("--max", type=int, default=None, dest="max_lines", help="first N lines of the corpus (default all)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--side", default="both", choices=["both", "mint", "torch"], help="run one side only (one record with its row)")
+    ap.add_argument("--pair", action="store_true", help="train nothing: print the latest Mint and PyTorch rows recorded with these settings")
     a = ap.parse_args(argv)
     budget_s = parse_budget(a.budget)
-    rows = [mint_run(a, budget_s), torch_run(a, budget_s)]
-    path = benchlib.record("budget_run", dict(bench="budget_run", budget_s=budget_s, args=vars(a),
-                                              host=benchlib.host_info(a.device), rows=rows))
+    if a.pair: rows = latest_pair(a)
+    else:
+        rows = ([mint_run(a, budget_s)] if a.side in ("both", "mint") else []) + ([torch_run(a, budget_s)] if a.side in ("both", "torch") else [])
+        path = benchlib.record("budget_run", dict(bench="budget_run", budget_s=budget_s, args=settings(a),
+                                                  host=benchlib.host_info(a.device), rows=rows))
     for r in rows: r["replan_step_s"] = r["replan"]["step_s"] if r["replan"] else float("nan")
     print(benchlib.table(rows, [("side", "side", ""), ("first_plan", "planned", ","), ("steps", "steps", ","), ("reason", "ended", ""),
                                 ("step_s", "s/step measured", ".3f"), ("replan_step_s", "s/step in the run", ".3f"),
                                 ("seconds", "budget used (s)", ".0f"), ("val_loss", "val (nats/token)", ".4f"),
                                 ("bits_per_byte", "bits/byte", ".4f"), ("unigram_bits_per_byte", "unigram", ".4f"),
                                 ("lzma_bits_per_byte", "lzma -9e", ".4f")]))
-    print(f"recorded in {path.relative_to(benchlib.ROOT)}")
+    if not a.pair: print(f"recorded in {path.relative_to(benchlib.ROOT)}")
 
 
 if __name__ == "__main__":

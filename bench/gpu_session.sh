@@ -17,6 +17,8 @@
 #      block sizes over each ladder's rungs (mint.kernels.sweep_blocks) and write bench/results/gpu_cells/*.json,
 #      copied to $OUT (commit them; then tools/run_notebooks.py on the CPU shows them through show_gpu_record)
 #   S: batched GPU serving and warm start (issue 18): bench/batch_decode_check.py, bench_serve.py, bench_startup.py (<= 150 s)
+#   U: issue 19 — the tape on the GPU (bench/tape_bench.py), the Muon step as a CUDA graph (bench/muon_step_bench.py),
+#      Muon vs AdamW at medium; YM / YT: the 5-minute budget headline, Mint / the PyTorch peer, one call each
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
 # Prepare once on the development machine (both folders are in .gitignore):
@@ -59,6 +61,30 @@ if [ "$PART" = W ]; then
       --mint bf16 tf32 --bf16-gemm tc cublas-bf16 --torch bf16 --steps 5 --rounds 2 --budget-s $((left - 25)) --out "$L" ) > "$L/bench_scale.log" 2>&1
   tail -14 "$L/bench_scale.log"
   tar cf "$OUT/w.tar" nbs/27_recompute.ipynb bench/results/gpu_cells -C /tmp wlogs 2>/dev/null; ls -la "$OUT"
+elif [ "$PART" = U ]; then
+  # U (issue 19, helper beyond; about 100 s, at most 150): the tape on the GPU against the one wiring (bench/tape_bench.py:
+  #    time, launches, allocations, bytes kept, gradients checked), the Muon step alone at medium (AdamW, Muon kernel by
+  #    kernel, Muon as a CUDA graph; graph = kernel by kernel = NumPy checked), and Muon against AdamW at medium (300
+  #    steps, as W measured before the graph); logs and records in $OUT/u.tar
+  L=/tmp/ulogs; mkdir -p $L
+  ( time timeout 35 python3 bench/muon_step_bench.py --device cuda --preset medium ) > "$L/muon_step_cuda.log" 2>&1
+  tail -9 "$L/muon_step_cuda.log"; echo "at ${SECONDS}s"
+  ( time timeout 55 python3 bench/muon_vs_adam.py --device cuda --preset medium --steps 300 --batch-size 32 ) > "$L/muon_medium.log" 2>&1
+  tail -9 "$L/muon_medium.log"; echo "at ${SECONDS}s"
+  for p in "tiny 8 25" "medium 32 35"; do set -- $p
+    ( time timeout $3 python3 bench/tape_bench.py --device cuda --preset $1 --batch-size $2 --reps 3 ) > "$L/tape_bench_cuda_$1.log" 2>&1
+    tail -8 "$L/tape_bench_cuda_$1.log"; echo "at ${SECONDS}s"
+  done
+  cp bench/results/tape_cost.jsonl bench/results/muon_step.jsonl bench/results/muon_vs_adam.jsonl "$L/" 2>/dev/null
+  tar cf "$OUT/u.tar" -C /tmp ulogs; ls -la "$OUT"
+elif [ "$PART" = YM ] || [ "$PART" = YT ]; then
+  # YM, YT (issue 19's headline row, one device call each, ~6 min): the 5-minute budget at medium on the GPU, Mint (YM)
+  #    or the PyTorch peer (YT), same data, char tokenizer and batch; each appends its row to budget_run.jsonl, copied
+  #    to $OUT; then on the development machine: append both records to bench/results/budget_run.jsonl and run
+  #    python bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --pair
+  side=$([ "$PART" = YM ] && echo mint || echo torch)
+  ( time timeout 480 python3 bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --side $side ) > "$OUT/budget_$side.log" 2>&1
+  tail -6 "$OUT/budget_$side.log"; tail -1 bench/results/budget_run.jsonl > "$OUT/budget_run_$side.jsonl"; ls -la "$OUT"
 elif [ "$PART" = X ]; then
   # X: the two ladders W stopped in (03, 11) again after their fixes, and issue 18 on the GPU: bench_decode, bench_serve
   #    (batched decoding on the device, 1/4/16/64 clients), bench_startup (cold and warm); all in $OUT/x.tar

@@ -7,20 +7,23 @@ from __future__ import annotations
 from .core import on_device  # before numba: without a GPU it switches the simulator on
 import math, contextlib
 import numpy as np
-from .kernels import add as add_kernel
+from numba import cuda
+from .kernels import add as add_kernel, copy as copy_to, fill, swap01, grid1d, grid2d, launch
 from .matmul import matmul as mm, bias_grad
 from .embedding import embedding_forward, embedding_backward
 from .rope import rope_forward, rope_backward
 from .rmsnorm import rmsnorm_forward, rmsnorm_backward
 from .swiglu import swiglu_forward, swiglu_backward
-from .attention import attention_mask, MASK_VALUE, _dscores_cpu
+from .attention import attention_mask, MASK_VALUE, _dscores_cpu, _allowed, _no_seg, _row_threads
+from .attention import attn_softmax_kernel, attn_dscores_kernel
 from .loss import cross_entropy as ce_launch
 from .model import views
 
 # %% auto #0
-__all__ = ['WIRING_LAUNCHERS', 'TAPE_LAUNCHERS', 'Tensor', 'Node', 'Tape', 'record', 'matmul', 'add', 'mul', 'scale', 'reshape',
-           'transpose', 'rmsnorm', 'rope', 'swiglu', 'embedding', 'softmax', 'cross_entropy', 'check_op', 'linear',
-           'attention', 'block', 'tape_loss', 'tape_grads', 'count_launches']
+__all__ = ['ADD', 'MUL', 'SCALE', 'WIRING_LAUNCHERS', 'TAPE_LAUNCHERS', 'Tensor', 'Node', 'Tape', 'record', 'matmul', 'ew_kernel',
+           'add', 'mul', 'scale', 'reshape', 'transpose', 'rmsnorm', 'rope', 'swiglu', 'embedding', 'mask_kernel',
+           'softmax', 'cross_entropy', 'check_op', 'linear', 'attention', 'block', 'batch_arrays', 'tape_loss',
+           'tape_grads', 'count_launches']
 
 # %% ../nbs/43_autograd.ipynb #8d0469ba
 _TAPES: list = []          # the tapes being recorded (innermost last)
@@ -33,10 +36,9 @@ class Tensor:
     dtype = property(lambda self: self.data.dtype)
     def __repr__(self): return f"Tensor({self.name or 'tmp'}, shape={self.shape}, dtype={self.dtype})"
     def accumulate(self, g):
-        "Add one gradient arriving from one use of this tensor (fan-out: the uses add up)."
+        "Add one gradient arriving from one use of this tensor (fan-out: the uses add up); the first is copied (it may be another tensor's)."
         self.fan_in += 1
-        if self.grad is None: self.grad = g.copy() if isinstance(g, np.ndarray) else g
-        elif isinstance(g, np.ndarray): self.grad += g
+        if self.grad is None: self.grad = copy_to(g, _empty_like(g))
         else: add_kernel(self.grad, g, self.grad)
     def __add__(self, o): return add(self, o)
     def __mul__(self, o): return mul(self, o) if isinstance(o, Tensor) else scale(self, o)
@@ -56,19 +58,14 @@ class Tape(contextlib.ContextDecorator):
     def __exit__(self, *exc): _TAPES.remove(self); return False
     def backward(self, loss: Tensor):
         "Seed d loss/d loss = 1 and walk the tape backwards, adding each op's input gradients into the inputs."
-        loss.grad = np.ones_like(loss.data)
+        loss.grad = fill(_empty_like(loss.data), 1)
         for node in reversed(self.nodes):
             if node.out.grad is None: continue                       # not on the path to the loss
             for t, g in zip(node.inputs, node.backward(node.out.grad)):
                 if g is not None and t.requires_grad: t.accumulate(g)
     def nbytes(self, exclude=()) -> int:
-        "Bytes the tape keeps alive for the reverse pass: every op's output and saved arrays, each memory block once, not counting the arrays in `exclude` (the parameters)."
-        base = lambda a: a.base if a.base is not None else a
-        skip, seen = {id(base(a)) for a in exclude}, {}
-        for n in self.nodes:
-            for a in (n.out.data, *n.saved):
-                if id(base(a)) not in skip: seen[id(base(a))] = base(a).nbytes
-        return sum(seen.values())
+        "Bytes the tape keeps alive for the reverse pass: the memory of every op's output and saved arrays, each byte once, not counting the memory of the arrays in `exclude` (the parameters)."
+        return _covered([s for n in self.nodes for s in map(_span, (n.out.data, *n.saved))], list(map(_span, exclude)))
     def grad_nbytes(self) -> int:
         "Bytes of the gradients the reverse pass allocated (one per op output that reached the loss)."
         return sum(n.out.grad.nbytes for n in self.nodes if n.out.grad is not None)
@@ -78,6 +75,25 @@ class Tape(contextlib.ContextDecorator):
         for n in self.nodes: out[n.op] = out.get(n.op, 0) + 1
         return out
 
+# %% ../nbs/43_autograd.ipynb #a9189f25
+def _span(a) -> tuple[int, int]:
+    "The address range [lo, hi) of an array's memory: NumPy (`byte_bounds`), a device array (its pointer; Mint's are contiguous), or the simulator's stand-in (the NumPy array inside)."
+    if hasattr(a, "device_ctypes_pointer") and not hasattr(a, "_ary"):
+        lo = a.device_ctypes_pointer.value or 0
+        return lo, lo + a.nbytes
+    return np.lib.array_utils.byte_bounds(np.asarray(getattr(a, "_ary", a)))
+
+def _covered(spans, exclude=()) -> int:
+    "Bytes covered by the union of address ranges `spans`, less those inside `exclude`."
+    total, end = 0, None
+    for lo, hi in sorted(spans):
+        for xlo, xhi in exclude:
+            if xlo <= lo and hi <= xhi: lo = hi                     # inside an excluded array (a parameter view)
+        if end is not None: lo = max(lo, end)
+        if hi > lo: total += hi - lo
+        end = hi if end is None else max(end, hi)
+    return total
+
 # %% ../nbs/43_autograd.ipynb #9ca32284
 def record(op: str, data, inputs, backward, saved=()) -> Tensor:
     "The output Tensor of `op`; appended to the innermost tape being recorded (if any)."
@@ -86,11 +102,14 @@ def record(op: str, data, inputs, backward, saved=()) -> Tensor:
     return out
 
 # %% ../nbs/43_autograd.ipynb #c29dbf8a
-def _bmm(a, b, trans_a=False, trans_b=False):
-    "op(a)·op(b) with `mint.matmul.matmul` (NumPy or device), looping over leading (batch) axes."
-    if a.ndim == 2: return mm(a, b, trans_a=trans_a, trans_b=trans_b)
-    out = [_bmm(a[i], b[i], trans_a, trans_b) for i in range(a.shape[0])]
-    return np.stack(out)
+def _bmm(a, b, trans_a=False, trans_b=False, out=None):
+    "op(a)·op(b) with `mint.matmul.matmul` (NumPy or device), once per leading (batch) index, into one output array."
+    if a.ndim == 2: return mm(a, b, out=out, trans_a=trans_a, trans_b=trans_b)
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    M, N = sa[-1] if trans_a else sa[-2], sb[-2] if trans_b else sb[-1]
+    out = _empty((*sa[:-2], M, N), a) if out is None else out
+    for i in range(a.shape[0]): _bmm(a[i], b[i], trans_a, trans_b, out[i])
+    return out
 
 # %% ../nbs/43_autograd.ipynb #7a25077a
 def matmul(a: Tensor, b: Tensor, trans_b: bool = False) -> Tensor:
@@ -103,48 +122,101 @@ def matmul(a: Tensor, b: Tensor, trans_b: bool = False) -> Tensor:
 
 # %% ../nbs/43_autograd.ipynb #bf943c90
 def _unbroadcast(g, shape):
-    "Sum `g` over the axes a broadcast added or stretched, back to `shape` (a bias: the column sums, `bias_grad`)."
+    "Sum `g` over the axes a broadcast added or stretched, back to `shape` (a bias: the column sums, `bias_grad`; on a device, any `shape` that is `g`'s trailing axes)."
     if tuple(g.shape) == tuple(shape): return g
+    if on_device(g):
+        k = math.prod(shape)
+        return bias_grad(g.reshape(g.size // k, k)).reshape(tuple(shape))
     if g.ndim == 2 and len(shape) == 1: return bias_grad(g)           # x[N,d] + b[d]: db = Σ_rows g
     lead = g.ndim - len(shape)
     g = g.sum(axis=tuple(range(lead)))
     return g.sum(axis=tuple(i for i, s in enumerate(shape) if s == 1), keepdims=True)
 
 # %% ../nbs/43_autograd.ipynb #c2fd0f72
-def _empty_like(a):
-    "An uninitialised array like `a`, on the same side (NumPy or device)."
-    if isinstance(a, np.ndarray): return np.empty_like(a)
-    from numba import cuda
-    return cuda.device_array(a.shape, a.dtype)
+def _empty(shape, like):
+    "An uninitialised array of `shape` with the dtype of `like`, on the same side (NumPy or device)."
+    return cuda.device_array(tuple(shape), like.dtype) if on_device(like) else np.empty(shape, like.dtype)
+
+def _empty_like(a): return _empty(a.shape, a)
+
+# %% ../nbs/43_autograd.ipynb #da6de77d
+ADD, MUL, SCALE = 0, 1, 2
+
+@cuda.jit(cache=True)
+def ew_kernel(a, b, c, op, out):
+    "Flat, element-wise: out = a + b (op ADD), a·b (MUL) or c·a (SCALE, b unused), with b repeated along a (`b.size` divides `a.size`: a bias, or a single number)."
+    nb = b.size
+    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        if op == ADD: out[i] = a[i] + b[i % nb]
+        elif op == MUL: out[i] = a[i] * b[i % nb]
+        else: out[i] = c * a[i]
+
+# %% ../nbs/43_autograd.ipynb #d3796fbd
+def _flat(a): return a.reshape(a.size)
+
+def _trailing(small, big) -> bool:
+    "Is `small` (leading 1s dropped) the trailing axes of `big`? Then a broadcast of `small` over `big` repeats it along `big`."
+    small = tuple(small)
+    while small and small[0] == 1: small = small[1:]
+    return tuple(big)[len(big) - len(small):] == small
+
+def _ew(op, a, b=None, c=1.0):
+    "One launch of `ew_kernel` on device arrays; b broadcasts along a's leading axes only (else a ValueError naming the shapes)."
+    b = a if b is None else b
+    if a.size < b.size and op != SCALE: a, b = b, a                         # + and · commute
+    if not _trailing(b.shape, a.shape):
+        raise ValueError(f"tape on the device: cannot broadcast {tuple(b.shape)} with {tuple(a.shape)} (only along leading axes)")
+    out = _empty_like(a)
+    if a.size: ew_kernel[grid1d(a.size)](_flat(a), _flat(b), np.float32(c), op, _flat(out))
+    return out
+
+def _plus(a, b): return _ew(ADD, a, b) if on_device(a) else a + b
+def _times(a, b): return _ew(MUL, a, b) if on_device(a) else a * b
 
 # %% ../nbs/43_autograd.ipynb #47280d34
 def add(a: Tensor, b: Tensor) -> Tensor:
-    "a + b with NumPy broadcasting (same shapes: the toolkit's `add`, NumPy or device)."
-    out = add_kernel(a.data, b.data, _empty_like(a.data)) if a.shape == b.shape else a.data + b.data
+    "a + b with broadcasting (same shapes: the toolkit's `add`, NumPy or device; a bias: `ew_kernel` on a device)."
+    out = add_kernel(a.data, b.data, _empty_like(a.data)) if a.shape == b.shape else _plus(a.data, b.data)
     return record("add", out, (a, b), lambda g: (_unbroadcast(g, a.shape), _unbroadcast(g, b.shape)))
 
 # %% ../nbs/43_autograd.ipynb #ee8b94cf
 def mul(a: Tensor, b: Tensor) -> Tensor:
     "Element-wise a·b (broadcasting)."
-    return record("mul", a.data * b.data, (a, b),
-                  lambda g: (_unbroadcast(g * b.data, a.shape), _unbroadcast(g * a.data, b.shape)), (a.data, b.data))
+    return record("mul", _times(a.data, b.data), (a, b),
+                  lambda g: (_unbroadcast(_times(g, b.data), a.shape), _unbroadcast(_times(g, a.data), b.shape)), (a.data, b.data))
 
 # %% ../nbs/43_autograd.ipynb #58bacc7b
 def scale(a: Tensor, c: float) -> Tensor:
     "c·a for a Python number c."
-    return record("scale", a.data * a.dtype.type(c), (a,), lambda g: (g * g.dtype.type(c),))
+    f = (lambda x: _ew(SCALE, x, c=c)) if on_device(a.data) else (lambda x: x * x.dtype.type(c))
+    return record("scale", f(a.data), (a,), lambda g: (f(g),))
 
 # %% ../nbs/43_autograd.ipynb #24b9753d
 def reshape(a: Tensor, shape) -> Tensor:
-    "A view with another shape; the gradient is reshaped back."
+    "A view with another shape (one -1 allowed); the gradient is reshaped back."
+    shape = tuple(shape)
+    if -1 in shape: shape = tuple(math.prod(a.shape) // -math.prod(shape) if s == -1 else s for s in shape)
     return record("reshape", a.data.reshape(shape), (a,), lambda g: (g.reshape(a.shape),))
 
 # %% ../nbs/43_autograd.ipynb #5246983b
+def _permute(x, axes):
+    "x with its axes permuted, as a contiguous array. NumPy: any permutation; a device: a swap of two neighbouring axes, the toolkit's `swap01` once per index of the axes before them."
+    axes = tuple(axes)
+    if not on_device(x): return np.ascontiguousarray(x.transpose(axes))
+    moved = [i for i, a in enumerate(axes) if a != i]
+    if len(moved) != 2 or moved[1] != moved[0] + 1:
+        raise ValueError(f"tape on the device: transpose {axes} is not a swap of two neighbouring axes")
+    i, s = moved[0], tuple(x.shape)
+    L, I, J, C = math.prod(s[:i]), s[i], s[i + 1], math.prod(s[i + 2:])
+    out = _empty(tuple(s[a] for a in axes), x)
+    src, dst = x.reshape((L, I, J, C)), out.reshape((L, J, I, C))
+    for l in range(L): swap01(src[l], dst[l])
+    return out
+
 def transpose(a: Tensor, axes) -> Tensor:
     "Axes permuted (a contiguous copy, as the launchers want); the gradient is permuted back."
-    inv = tuple(np.argsort(axes))
-    return record("transpose", np.ascontiguousarray(a.data.transpose(axes)), (a,),
-                  lambda g: (np.ascontiguousarray(g.transpose(inv)),))
+    inv = tuple(int(i) for i in np.argsort(axes))
+    return record("transpose", _permute(a.data, axes), (a,), lambda g: (_permute(g, inv),))
 
 # %% ../nbs/43_autograd.ipynb #95331da6
 def rmsnorm(x: Tensor, g: Tensor, eps: float = 1e-6) -> Tensor:
@@ -165,14 +237,33 @@ def swiglu(gate: Tensor, up: Tensor) -> Tensor:
 
 # %% ../nbs/43_autograd.ipynb #1ee6c266
 def embedding(ids, weight: Tensor) -> Tensor:
-    "weight[ids]·√d (chapter 05); the backward scatter-adds (repeated ids add up)."
-    ids = np.asarray(ids).reshape(-1)
-    return record("embedding", embedding_forward(ids, weight.data), (weight,),
-                  lambda g: (embedding_backward(ids, g, np.zeros_like(weight.data)),))
+    "weight[ids]·√d (chapter 05); the backward scatter-adds (repeated ids add up). Device ids must be checked already (`tape_loss` does, on the host)."
+    dev = on_device(weight.data)
+    ids, kw = (ids.reshape(ids.size), dict(check_ids=False)) if dev else (np.asarray(ids).reshape(-1), {})
+    return record("embedding", embedding_forward(ids, weight.data, **kw), (weight,),
+                  lambda g: (embedding_backward(ids, g, _empty_like(weight.data), **kw),))
 
 # %% ../nbs/43_autograd.ipynb #77765806
+@cuda.jit(cache=True)
+def mask_kernel(s, seg, use_seg, fill, p):
+    "p[b,h,t,j] = s[b,h,t,j] where row t may see key j (chapter 09's `_allowed`), else `fill`; grid (j, t, b·H)."
+    j = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    t = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    B, H, T, Tk = s.shape
+    b, h = cuda.blockIdx.z // H, cuda.blockIdx.z % H
+    if j < Tk and t < T:
+        p[b, h, t, j] = s[b, h, t, j] if _allowed(seg, use_seg, b, t, j) else fill
+
 def softmax(s: Tensor, seg=None) -> Tensor:
-    "Causal softmax over the last axis of scores s [B, H, T, T] (block-causal with seg [B, T]); a row that sees nothing is 0."
+    "Causal softmax over the last axis of scores s [B, H, T, T] (block-causal with seg [B, T]); a row that sees nothing is 0. A device: `mask_kernel`, then chapter 09's `attn_softmax_kernel`; backward `attn_dscores_kernel`."
+    if on_device(s.data):
+        B, H, T, _ = s.shape
+        p, rows = _empty_like(s.data), launch(B * H * T, _row_threads(T))
+        mask_kernel[grid2d(T, T, B * H)](s.data, _no_seg() if seg is None else seg, seg is not None, np.float32(MASK_VALUE), p)
+        attn_softmax_kernel[rows](p)
+        def back(g):
+            ds = copy_to(g, _empty_like(g)); attn_dscores_kernel[rows](p, ds); return (ds,)
+        return record("softmax", p, (s,), back, (p,))
     allowed = attention_mask(s.shape[-1], seg)
     z = np.where(allowed, s.data, s.dtype.type(MASK_VALUE))
     p = np.exp(z - z.max(-1, keepdims=True)) * allowed
@@ -184,9 +275,12 @@ def softmax(s: Tensor, seg=None) -> Tensor:
 
 # %% ../nbs/43_autograd.ipynb #ab298e56
 def cross_entropy(logits: Tensor, targets, loss_mask) -> Tensor:
-    "Masked mean cross-entropy (chapter 10) as a 0-d Tensor; its launcher's dlogits is the saved backward."
-    loss, dl = ce_launch(logits.data, np.asarray(targets).reshape(-1), np.asarray(loss_mask, logits.dtype).reshape(-1))
-    return record("cross_entropy", np.array(loss, logits.dtype), (logits,), lambda g: (dl * g,), (dl,))
+    "Masked mean cross-entropy (chapter 10): a 0-d Tensor (a device: shape (1,)); its launcher's dlogits is the saved backward."
+    if on_device(logits.data): targets, loss_mask = targets.reshape(targets.size), loss_mask.reshape(loss_mask.size)
+    else: targets, loss_mask = np.asarray(targets).reshape(-1), np.asarray(loss_mask, logits.dtype).reshape(-1)
+    loss, dl = ce_launch(logits.data, targets, loss_mask)
+    loss = loss if on_device(logits.data) else np.array(loss, logits.dtype)
+    return record("cross_entropy", loss, (logits,), lambda g: (_times(dl, g),), (dl,))
 
 # %% ../nbs/43_autograd.ipynb #52731617
 def check_op(f, *arrays, seed: int = 0, h: float = 1e-6) -> float:
@@ -233,27 +327,39 @@ def block(x: Tensor, P: dict, i: int, cfg, pos, B: int, T: int, seg=None) -> Ten
     return h + linear(m, P, p + "mlp.down_proj")
 
 # %% ../nbs/43_autograd.ipynb #adcebb75
+def batch_arrays(batch, cfg, like) -> dict:
+    "The batch's arrays flat where the model's ops want them (ids, targets, pos, loss_mask, seg), on the side of `like` (a device: ids checked in range on the host, then uploaded)."
+    out = {}
+    for k, dt in (("input_ids", np.int32), ("targets", np.int32), ("pos", np.int32), ("loss_mask", like.dtype), ("seg", np.int32)):
+        a = getattr(batch, k)
+        if a is None: out[k] = None; continue
+        a = np.ascontiguousarray(np.asarray(a, dt).reshape(-1) if k != "seg" else np.asarray(a, dt))
+        if k in ("input_ids", "targets") and a.size and (a.min() < 0 or a.max() >= cfg.vocab_size):
+            raise ValueError(f"batch.{k}: token ids must be in [0, {cfg.vocab_size}), got range [{a.min()}, {a.max()}]")
+        out[k] = cuda.to_device(a) if on_device(like) else a
+    return out
+
 def tape_loss(params, cfg, batch, tape: Tape | None = None):
-    "The model's masked cross-entropy on `batch`, recorded on `tape` (a new one if None): `(loss, tape, P)`, P the named parameter Tensors."
+    "The model's masked cross-entropy on `batch`, recorded on `tape` (a new one if None): `(loss, tape, P)`, P the named parameter Tensors. `params` NumPy or a float32 device array: every op runs where they live."
     P = {k: Tensor(a, name=k) for k, a in views(params, cfg).named.items()}
     B, T = np.shape(batch.input_ids)
-    pos = np.asarray(batch.pos, np.int32).reshape(-1)
+    x = batch_arrays(batch, cfg, params)
     tape = tape or Tape()
     with tape:
-        x = embedding(batch.input_ids, P["model.embed_tokens.weight"])
-        for i in range(cfg.n_layers): x = block(x, P, i, cfg, pos, B, T, batch.seg)
-        logits = linear(rmsnorm(x, P["model.norm.weight"], cfg.rms_eps), P, "lm_head")
-        loss = cross_entropy(logits, batch.targets, batch.loss_mask)
+        h = embedding(x["input_ids"], P["model.embed_tokens.weight"])
+        for i in range(cfg.n_layers): h = block(h, P, i, cfg, x["pos"], B, T, x["seg"])
+        logits = linear(rmsnorm(h, P["model.norm.weight"], cfg.rms_eps), P, "lm_head")
+        loss = cross_entropy(logits, x["targets"], x["loss_mask"])
     return loss, tape, P
 
 # %% ../nbs/43_autograd.ipynb #d1fdf59e
-def tape_grads(params, cfg, batch) -> tuple[float, np.ndarray]:
-    "Loss and the flat gradient (layout of `params`) through the tape."
+def tape_grads(params, cfg, batch) -> tuple:
+    "Loss and the flat gradient (layout of `params`, on its side) through the tape."
     loss, tape, P = tape_loss(params, cfg, batch)
     tape.backward(loss)
-    grads = np.zeros_like(params)
-    for k, g in views(grads, cfg).named.items(): g[...] = P[k].grad
-    return float(loss.data), grads
+    grads = _empty_like(params)
+    for k, g in views(grads, cfg).named.items(): copy_to(P[k].grad, g)
+    return float(loss.data.copy_to_host()[0] if on_device(loss.data) else loss.data), grads
 
 # %% ../nbs/43_autograd.ipynb #50f9d9b0
 WIRING_LAUNCHERS = ("linear_forward", "linear_backward", "embedding_forward", "embedding_backward", "rope_forward",

@@ -605,6 +605,7 @@ class TrainState:
     best_step: int | None
     arrays: dict
     path: Path | None = None
+    best_batches: int | None = None     # how many validation batches `best_val` was measured on (None: a state written before 2026-12-03)
 
 # %% ../nbs/35_checkpoint.ipynb #c94dcb6e
 def save_train_state(folder, st: TrainState) -> Path:
@@ -614,7 +615,7 @@ def save_train_state(folder, st: TrainState) -> Path:
         if bad: raise ValueError(f"refusing to save {Path(folder) / STATE_NAME}: {bad:,} values of {k} are NaN or infinite (the previous training state is kept)")
     info = dict(format=STATE_FORMAT, step=int(st.step), train_config=asdict(st.tcfg), config=st.config.to_dict(),
                 vocab=st.vocab.to_dict(), meta=st.meta, history=st.history, best_val=float(st.best_val),
-                best_step=st.best_step, saved_at=datetime.datetime.now().isoformat(timespec="seconds"))
+                best_step=st.best_step, best_batches=st.best_batches, saved_at=datetime.datetime.now().isoformat(timespec="seconds"))
     return write_unit(Path(folder) / STATE_NAME, st.arrays, info)
 
 # %% ../nbs/35_checkpoint.ipynb #131c7171
@@ -634,6 +635,7 @@ def load_train_state(run) -> TrainState:
         if bad: raise CheckpointError(f"{path}: {bad:,} values of {k} are NaN or infinite; this state cannot be resumed")
     try:
         return TrainState(int(info["step"]), TrainConfig.from_dict(info["train_config"]), cfg, vocab, info.get("meta", {}),
-                          info["history"], float(info["best_val"]), info.get("best_step"), arrays, path)
+                          info["history"], float(info["best_val"]), info.get("best_step"), arrays, path,
+                          info.get("best_batches"))
     except (KeyError, TypeError, ValueError) as e:
         raise CheckpointError(f"{path}: bad training state header ({type(e).__name__}: {e})") from None

@@ -5,19 +5,22 @@
 # %% ../nbs/44_muon.ipynb #f4d8415d
 from __future__ import annotations
 from .core import on_device, ModelConfig  # before numba: without a GPU it switches the simulator on
-import math
+import math, sys
 from dataclasses import dataclass
 from functools import partial
+from fastcore.basics import patch
 import numpy as np
 from numba import cuda, float64
-from .kernels import grid1d
+from .kernels import grid1d, launch, capture
+from .gemm import get_gemm_provider
 from .matmul import matmul
 from .model import param_offsets
 from .optim import AdamConfig, adam_step, grad_sumsq, _clip_scale
 
 # %% auto #0
 __all__ = ['NS_COEFFS', 'OPTIMIZERS', 'newton_schulz_ref', 'MuonConfig', 'momentum_kernel', 'axpby_kernel', 'normalize_kernel',
-           'apply_kernel', 'newton_schulz', 'muon_update', 'is_muon_param', 'MuonPlan', 'muon_step', 'optimizer_step']
+           'apply_kernel', 'step_scalars_kernel', 'newton_schulz', 'muon_update', 'is_muon_param', 'MuonPlan',
+           'muon_step', 'optimizer_step']
 
 # %% ../nbs/44_muon.ipynb #f51a4882
 NS_COEFFS = (3.4445, -4.7750, 2.0315)
@@ -52,9 +55,13 @@ class MuonConfig:
 
 # %% ../nbs/44_muon.ipynb #82bdf32b
 @cuda.jit(cache=True)
-def momentum_kernel(g, buf, u, scale, mu, nesterov):
-    "buf ← μ·buf + (1-μ)·scale·g; u ← (1-μ)·scale·g + μ·buf (Nesterov) or buf; flat float32, float64 math."
+def momentum_kernel(g, buf, u, sc, mu, nesterov):
+    "buf ← μ·buf + (1-μ)·s·g; u ← (1-μ)·s·g + μ·buf (Nesterov) or buf, with the clip factor s = sc[1] read on the device; a NaN s (a non-finite gradient) keeps buf and sets u = 0. Flat float32, float64 math."
+    scale = sc[1]
     for i in range(cuda.grid(1), g.size, cuda.gridsize(1)):
+        if scale != scale:
+            u[i] = 0.0
+            continue
         gi = float64(g[i]) * scale
         b = mu * float64(buf[i]) + (1.0 - mu) * gi
         buf[i] = b
@@ -77,19 +84,35 @@ def normalize_kernel(x, sumsq, eps):
 
 # %% ../nbs/44_muon.ipynb #13f4a700
 @cuda.jit(cache=True)
-def apply_kernel(p, o, lr, decay):
-    "p ← decay·p − lr·o (flat)."
+def apply_kernel(p, o, sc, lr_scale, weight_decay):
+    "p ← (1 − lr·λ)·p − lr·lr_scale·o (flat), lr = sc[0] read on the device; nothing when the clip factor sc[1] is NaN."
+    if sc[1] != sc[1]:
+        return
+    lr = sc[0]
+    step, decay = lr * lr_scale, 1.0 - lr * weight_decay
     for i in range(cuda.grid(1), p.size, cuda.gridsize(1)):
-        p[i] = decay * float64(p[i]) - lr * float64(o[i])
+        p[i] = decay * float64(p[i]) - step * float64(o[i])
+
+# %% ../nbs/44_muon.ipynb #0da30c9d
+@cuda.jit(cache=True)
+def step_scalars_kernel(sumsq, use_sumsq, max_norm, lr, sc):
+    "sc ← [lr, clip factor]: max_norm/√sumsq[0] when that norm is above max_norm (> 0), else 1; NaN when sumsq[0] is not finite (`_clip_scale` on the device, so that the step needs no host read). One thread."
+    sc[0] = lr
+    s = sumsq[0] if use_sumsq else 0.0
+    if math.isnan(s) or math.isinf(s):
+        sc[1] = math.nan
+        return
+    norm = math.sqrt(s)
+    sc[1] = max_norm / norm if max_norm > 0 and norm > max_norm else 1.0
 
 # %% ../nbs/44_muon.ipynb #a3f72bda
 def _flat(a): return a.reshape(a.size)
 
 # %% ../nbs/44_muon.ipynb #e055ef1b
-def _momentum(g, buf, u, scale, mcfg):
+def _momentum(g, buf, u, scale, mcfg, sc=None):
     mu = mcfg.momentum
     if on_device(g):
-        momentum_kernel[grid1d(g.size)](_flat(g), _flat(buf), _flat(u), float(scale), float(mu), bool(mcfg.nesterov)); return
+        momentum_kernel[grid1d(g.size)](_flat(g), _flat(buf), _flat(u), sc, float(mu), bool(mcfg.nesterov)); return
     gs = g.astype(np.float64) * scale
     b = mu * buf + (1 - mu) * gs
     buf[...] = b
@@ -107,9 +130,9 @@ def _normalize(x, eps, s=None):
     else: x /= x.dtype.type(max(math.sqrt(grad_sumsq(_flat(x))), eps))
 
 # %% ../nbs/44_muon.ipynb #8fc74a82
-def _apply(p, o, lr, decay):
-    if on_device(p): apply_kernel[grid1d(p.size)](_flat(p), _flat(o), float(lr), float(decay))
-    else: np.subtract(decay * p.astype(np.float64), lr * o, out=p, casting="same_kind")
+def _apply(p, o, lr, lr_scale, weight_decay, sc=None):
+    if on_device(p): apply_kernel[grid1d(p.size)](_flat(p), _flat(o), sc, float(lr_scale), float(weight_decay))
+    else: np.subtract((1.0 - lr * weight_decay) * p.astype(np.float64), lr * lr_scale * o, out=p, casting="same_kind")
 
 # %% ../nbs/44_muon.ipynb #55327945
 def _alloc(like, shape):
@@ -133,12 +156,13 @@ def newton_schulz(X, steps: int = 5, eps: float = 1e-7, coeffs=NS_COEFFS, work=N
     return X
 
 # %% ../nbs/44_muon.ipynb #18da1caa
-def muon_update(p, g, buf, lr: float, mcfg: MuonConfig, weight_decay: float = 0.0, scale: float = 1.0, work=None, u=None):
-    "One Muon step of one matrix in place (NumPy or device): momentum `buf`, Newton–Schulz of the Nesterov blend, decoupled decay, lr·`mcfg.lr_scale`. `scale` multiplies g (gradient clipping)."
+def muon_update(p, g, buf, lr: float, mcfg: MuonConfig, weight_decay: float = 0.0, scale: float = 1.0, work=None, u=None, sc=None):
+    "One Muon step of one matrix in place (NumPy or device): momentum `buf`, Newton–Schulz of the Nesterov blend, decoupled decay, lr·`mcfg.lr_scale`. `scale` multiplies g (gradient clipping). On a device the kernels read lr and scale from `sc` = [lr, scale] (float64 (2,) device array: a CUDA graph replays the update with each step's values), uploaded from `lr`, `scale` when not given."
     u = _alloc(p, p.shape) if u is None else u
-    _momentum(g, buf, u, scale, mcfg)
+    if on_device(p) and sc is None: sc = cuda.to_device(np.array([lr, scale], np.float64))
+    _momentum(g, buf, u, scale, mcfg, sc)
     newton_schulz(u, mcfg.ns_steps, mcfg.eps, work=work)
-    _apply(p, u, lr * mcfg.lr_scale(p.shape), 1.0 - lr * weight_decay)
+    _apply(p, u, lr, mcfg.lr_scale(p.shape), weight_decay, sc)
 
 # %% ../nbs/44_muon.ipynb #2e58f87e
 def is_muon_param(name: str, shape) -> bool:
@@ -147,9 +171,9 @@ def is_muon_param(name: str, shape) -> bool:
 
 # %% ../nbs/44_muon.ipynb #e7fb5c5c
 class MuonPlan:
-    "Where the Muon matrices `(name, offset, shape)` and the AdamW runs `(start, end)` of the flat buffer are, for `cfg`."
-    def __init__(self, cfg: ModelConfig, mcfg: MuonConfig | None = None):
-        self.mcfg = mcfg or MuonConfig()
+    "Where the Muon matrices `(name, offset, shape)` and the AdamW runs `(start, end)` of the flat buffer are, for `cfg`; on a device, their scratch and the CUDA graph of their update (`graphs=False`: launched kernel by kernel)."
+    def __init__(self, cfg: ModelConfig, mcfg: MuonConfig | None = None, graphs: bool = True):
+        self.mcfg, self.graphs = mcfg or MuonConfig(), graphs
         offs = param_offsets(cfg)
         self.matrices = [(k, o, s) for k, (o, s) in offs.items() if is_muon_param(k, s)]
         self.adam_runs, start = [], 0
@@ -158,7 +182,7 @@ class MuonPlan:
             start = o + math.prod(s)
         total = sum(math.prod(s) for _, s in offs.values())
         if total > start: self.adam_runs.append((start, total))
-        self._work = {}
+        self._work, self._graphs, self.sc = {}, {}, None
     def work(self, like, shape):
         "Scratch for one matrix shape (u, and Newton–Schulz's A, AA, Y), allocated once per shape and side."
         key = (shape, on_device(like), np.dtype(like.dtype).str)
@@ -168,27 +192,51 @@ class MuonPlan:
             self._work[key] = (_alloc(like, shape), (_alloc(like, (k, k)), _alloc(like, (k, k)), _alloc(like, shape), s))
         return self._work[key]
 
+# %% ../nbs/44_muon.ipynb #81a3e42e
+@patch
+def update_matrices(self: MuonPlan, params, grads, m, lr, scale, weight_decay, sc=None):
+    "`muon_update` of every matrix of the plan (`m` holds the momentum). On a device with `graphs`, lr and the clip factor come from `sc`, and the updates are one CUDA graph per set of buffers and GEMM provider: launched kernel by kernel the first time (it allocates the scratch and compiles), recorded the second, replayed from then on."
+    def run():
+        for _, o, shape in self.matrices:
+            n = math.prod(shape)
+            u, work = self.work(params, shape)
+            at = lambda a: a[o:o + n].reshape(shape)
+            muon_update(at(params), at(grads), at(m), lr, self.mcfg, weight_decay, scale, work, u, sc)
+    if not (on_device(params) and self.graphs): return run()
+    key = (id(params), id(grads), id(m), id(sc), get_gemm_provider())
+    g = self._graphs.get(key)
+    if g is None: self._graphs[key] = (params, grads, m, sc); return run()        # the arrays are kept: their ids stay theirs
+    if len(g) == 4:
+        try: g = self._graphs[key] = (*g, capture(run))
+        except Exception as e:             # a provider or driver that cannot be recorded: the step still runs, and says so
+            self.graphs = False
+            print(f"warning: Muon's update could not be recorded as a CUDA graph ({type(e).__name__}: {e}); "
+                  "it runs kernel by kernel", file=sys.stderr)
+            return run()
+    g[4].launch()
+
 # %% ../nbs/44_muon.ipynb #91991dd8
 def muon_step(params, grads, m, v, lr, step, cfg: AdamConfig, sumsq=None, decay_mask=None, rejected=None, plan: MuonPlan = None):
-    "`adam_step`'s contract (same buffers, clipping by `sumsq`, a non-finite gradient drops the whole step): Muon on `plan.matrices` (momentum in `m`), AdamW on `plan.adam_runs`. NumPy → number refused; device → `rejected`."
+    "`adam_step`'s contract (same buffers, clipping by `sumsq`, a non-finite gradient drops the whole step): Muon on `plan.matrices` (momentum in `m`), AdamW on `plan.adam_runs`. NumPy → number refused; device → `rejected` (the clip factor is computed on the device: no host read, the matrices' update is a CUDA graph)."
     dev = on_device(params)
-    s = float((sumsq.copy_to_host() if dev else np.asarray(sumsq, np.float64)).reshape(-1)[0]) if sumsq is not None else 0.0
-    scale = _clip_scale(s, cfg.max_grad_norm) if sumsq is not None else 1.0
-    if not math.isnan(scale):                                      # else Adam below drops the step and zeroes grads
-        for _, o, shape in plan.matrices:
-            n = math.prod(shape)
-            u, work = plan.work(params, shape)
-            at = lambda a: a[o:o + n].reshape(shape)
-            muon_update(at(params), at(grads), at(m), lr, plan.mcfg, cfg.weight_decay, scale, work, u)
-    if dev and rejected is None: rejected = cuda.to_device(np.zeros(1, np.int64))
+    if dev:
+        if plan.sc is None: plan.sc = cuda.device_array(2, np.float64)
+        step_scalars_kernel[launch(1, 1)](plan.sc if sumsq is None else sumsq, sumsq is not None, float(cfg.max_grad_norm or 0.0), float(lr), plan.sc)
+        plan.update_matrices(params, grads, m, lr, None, cfg.weight_decay, plan.sc)
+        if rejected is None: rejected = cuda.to_device(np.zeros(1, np.int64))
+        for a, e in plan.adam_runs:                # Adam drops the whole step (and zeroes grads) when sumsq is not finite
+            adam_step(params[a:e], grads[a:e], m[a:e], v[a:e], lr, step, cfg, sumsq=sumsq,
+                      decay_mask=None if decay_mask is None else decay_mask[a:e], rejected=rejected)
+        return rejected
+    scale = _clip_scale(float(np.asarray(sumsq, np.float64).reshape(-1)[0]), cfg.max_grad_norm) if sumsq is not None else 1.0
+    if not math.isnan(scale): plan.update_matrices(params, grads, m, lr, scale, cfg.weight_decay)   # else Adam drops the step
     bad = 0
     for a, e in plan.adam_runs:
-        r = adam_step(params[a:e], grads[a:e], m[a:e], v[a:e], lr, step, cfg, sumsq=sumsq,
-                      decay_mask=None if decay_mask is None else decay_mask[a:e], rejected=rejected)
-        if not dev: bad += r
-    if math.isnan(scale) and not dev:
+        bad += adam_step(params[a:e], grads[a:e], m[a:e], v[a:e], lr, step, cfg, sumsq=sumsq,
+                         decay_mask=None if decay_mask is None else decay_mask[a:e])
+    if math.isnan(scale):
         grads[...] = 0; return int(grads.size)
-    return rejected if dev else bad
+    return bad
 
 OPTIMIZERS = ("adam", "muon")
 

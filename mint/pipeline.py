@@ -314,6 +314,7 @@ def _run_summary(res, spec: dict, tcfg: TrainConfig, cfg, vocab, kind: str, trai
     rep = dict(device=dev, steps=res.steps, start_step=res.start_step, stopped=res.stopped, reason=res.reason,
                problems=res.problems, exit_code=res.exit_code, val_loss=res.best_val, best_step=res.best_step,
                last_val_loss=res.last_val, perplexity=safe_exp(res.best_val), tokens_per_s=res.tokens_per_s,
+               best_batches=res.best_batches, val_batches=res.val_batches,
                train_seconds=res.seconds, total_seconds=time.perf_counter() - t_start,
                checkpoint=str(res.checkpoint) if res.checkpoint else None, run_dir=str(out_dir),
                n_params=n_params(cfg), vocab_size=len(vocab),
@@ -383,7 +384,9 @@ def format_report(rep: dict) -> str:
     if rep.get("best_step") is None or not math.isfinite(rep["val_loss"]):
         s.append(f"no finite validation loss (last: {rep['last_val_loss']:.4g})")
     else:
-        s.append(f"validation loss {rep['val_loss']:.3f} nats/char (perplexity {rep['perplexity']:.1f}) at step {rep['best_step']}, "
+        nb, nv = rep.get("best_batches"), rep.get("val_batches")
+        on = f" on {nb} of the {nv} validation batches" if nb is not None and nv is not None and nb < nv else ""
+        s.append(f"validation loss {rep['val_loss']:.3f} nats/char (perplexity {rep['perplexity']:.1f}) at step {rep['best_step']}{on}, "
                  f"the best checkpoint; {rep['last_val_loss']:.3f} at the end")
     if "tokens_per_char" in rep and len(s) > 1:
         s[1] = s[1].replace("nats/char", "nats/token", 1)

@@ -20,8 +20,8 @@ from .controls import EXIT_CODES, TrainControl, stop_on_signals, terminal_comman
 
 # %% auto #0
 __all__ = ['ON_END', 'bar_is_live', 'bar_postfix', 'notify', 'check_resumable', 'TrainResult', 'two_durations', 'Pace',
-           'state_bytes', 'resumed_best', 'start_warnings', 'replan_note', 'learning_problems', 'untrained_loss',
-           'run_training', 'train']
+           'state_bytes', 'outranks', 'resumed_best', 'start_warnings', 'replan_note', 'learning_problems',
+           'untrained_loss', 'run_training', 'train']
 
 # %% ../nbs/36_robust_train.ipynb #c8fe42f1
 def bar_is_live() -> bool:
@@ -79,6 +79,8 @@ class TrainResult:
     start_step: int = 0             # > 0 for a resumed run
     out_dir: Path | None = None
     unsaved: dict = field(default_factory=dict)   # what could not be saved ("history", "best checkpoint", ...) -> the last error
+    best_batches: int | None = None # validation batches `best_val` was measured on (a budget run's subsets are fewer than all)
+    val_batches: int | None = None  # all the validation batches
     @property
     def exit_code(self) -> int:
         "130 interrupted (SIGINT), 143 terminated (SIGTERM), 1 when `problems`, else 0."
@@ -143,11 +145,17 @@ def state_bytes(cfg: ModelConfig, steps: int) -> int:
 # %% ../nbs/36_robust_train.ipynb #f4d6b751
 _clock = time.perf_counter      # the loop's clock (the time limit, the pace, tokens/s); tests give it a fake one
 
+# %% ../nbs/36_robust_train.ipynb #b4df5415
+def outranks(loss: float, batches: int | None, best: float, best_batches: int | None) -> bool:
+    "Does a validation loss measured on the first `batches` validation batches replace the best so far (`best`, on `best_batches`)? Only like with like: more batches outrank fewer (the whole set outranks a budget run's 16-batch subsets), and on the same batches the lower loss wins. `None` batches (nothing yet, or unknown) compare by the loss alone."
+    if batches is None or best_batches is None or batches == best_batches: return loss < best
+    return batches > best_batches
+
 # %% ../nbs/36_robust_train.ipynb #afc1fdc0
-def resumed_best(path: Path, cfg: ModelConfig, vocab: Vocab, best: float, best_step, next_val: int, note) -> tuple:
-    "On resume, the best checkpoint the run left at `path`, loaded whole: `(best, best_step, path)`, taking its own val_loss when lower than the state's. One that is damaged, of another model, or missing while the state says it was saved cannot be kept: a warning names it, and `(inf, None, None)` lets validation `next_val` write a new one."
+def resumed_best(path: Path, cfg: ModelConfig, vocab: Vocab, best: float, best_step, next_val: int, note, best_batches=None) -> tuple:
+    "On resume, the best checkpoint the run left at `path`, loaded whole: `(best, best_step, path, best_batches)`, taking its own val_loss when it `outranks` the state's (a checkpoint without `val_batches` counts as measured on the state's `best_batches`). One that is damaged, of another model, or missing while the state says it was saved cannot be kept: a warning names it, and `(inf, None, None, None)` lets validation `next_val` write a new one."
     if not path.exists():
-        if best_step is None: return best, best_step, None
+        if best_step is None: return best, best_step, None, best_batches
         why = f"{path} is missing (the training state says step {best_step} saved it)"
     else:
         try:
@@ -156,10 +164,12 @@ def resumed_best(path: Path, cfg: ModelConfig, vocab: Vocab, best: float, best_s
         except CheckpointError as e: why = str(e)
         if why is None:
             m = ck.meta
-            if isinstance(m.get("val_loss"), (int, float)) and m["val_loss"] < best: best, best_step = m["val_loss"], m.get("step")
-            return best, best_step, path
+            nb = m.get("val_batches", best_batches)
+            if isinstance(m.get("val_loss"), (int, float)) and outranks(m["val_loss"], nb, best, best_batches):
+                best, best_step, best_batches = m["val_loss"], m.get("step"), nb
+            return best, best_step, path, best_batches
     note(f"warning: {why}; the resumed run writes a new best checkpoint there at its next validation (step {next_val})")
-    return math.inf, None, None
+    return math.inf, None, None, None
 
 # %% ../nbs/36_robust_train.ipynb #20b9f2ca
 def start_warnings(tcfg: TrainConfig) -> list[str]:
@@ -219,8 +229,8 @@ def untrained_loss(engine, w: np.ndarray, val_batches, limit: int | None = None)
     finally: engine.load_state(now)
 
 # %% ../nbs/36_robust_train.ipynb #16c14bba
-def _resume_into(engine, resume: TrainState, cfg: ModelConfig, vocab: Vocab, tcfg: TrainConfig, train_batches, out_dir, note) -> tuple:
-    "Before the first step of a resumed run: check that it is the same run, load its state into `engine`, fast-forward `train_batches` to its step and take over its best checkpoint; returns (start, history, best, best_step, checkpoint)."
+def _resume_into(engine, resume: TrainState, cfg: ModelConfig, vocab: Vocab, tcfg: TrainConfig, train_batches, out_dir, note, n_val: int) -> tuple:
+    "Before the first step of a resumed run: check that it is the same run, load its state into `engine`, fast-forward `train_batches` to its step and take over its best checkpoint; returns (start, history, best, best_step, checkpoint, best_batches). A state from before `best_batches` was kept counts its best as measured on the run's periodic validation batches (`eval_batches` of the `n_val`)."
     check_resumable(resume, cfg, vocab, tcfg)
     if (w := replan_note(resume.tcfg, tcfg, resume.step)): note(w)
     engine.load_state(resume.arrays)
@@ -229,19 +239,21 @@ def _resume_into(engine, resume: TrainState, cfg: ModelConfig, vocab: Vocab, tcf
         raise ValueError(f"cannot resume: the training data ends before step {start} (is it the run's data?)")
     hist = {"val_rejected": [], "val_moved": [], **json.loads(json.dumps(resume.history))}
     best, best_step, ckpt = resume.best_val, resume.best_step, None
+    nb = resume.best_batches if resume.best_batches is not None else min(resume.tcfg.eval_batches or n_val, n_val)
     if out_dir is not None:
         nxt = min((start // tcfg.eval_every + 1) * tcfg.eval_every, tcfg.steps)
-        best, best_step, ckpt = resumed_best(out_dir / "best.safetensors", cfg, vocab, best, best_step, nxt, note)
-    return start, hist, best, best_step, ckpt
+        best, best_step, ckpt, nb = resumed_best(out_dir / "best.safetensors", cfg, vocab, best, best_step, nxt, note, nb)
+    return start, hist, best, best_step, ckpt, nb
 
 # %% ../nbs/36_robust_train.ipynb #9774db24
 class _RunState:
     "What `run_training` knows as it goes — the step, the tokens, the history, the best validation and its checkpoint, the step of the training state on disk (`state_at`), what could not be saved — and its writes (`save`, `save_state`, `validate`, `save_now`)."
     def __init__(self, engine, cfg: ModelConfig, tcfg: TrainConfig, vocab: Vocab, meta: dict, out_dir, val_batches, callbacks, note,
-                 start: int, hist: dict, best: float, best_step, ckpt, state_at):
+                 start: int, hist: dict, best: float, best_step, ckpt, state_at, best_batches=None):
         self.engine, self.cfg, self.tcfg, self.vocab, self.meta, self.out_dir = engine, cfg, tcfg, vocab, meta, out_dir
         self.val_batches, self.callbacks, self.note, self.start, self.hist = val_batches, callbacks, note, start, hist
         self.best, self.best_step, self.ckpt, self.state_at = best, best_step, ckpt, state_at
+        self.best_batches = best_batches                              # how many validation batches `best` was measured on
         self.w0 = np.array(engine.host_params(), copy=True)          # the weights at the last validation: did they move since?
         self.w_start, self.rejected_at = self.w0.copy(), engine.rejected_count()
         self.step, self.tokens, self.save_errors, self.warned, self.unsaved = start, 0, [], set(), {}
@@ -260,7 +272,8 @@ class _RunState:
 @patch
 def save_state(self: _RunState):
     "Save the training state of this step (`save_train_state`); `state_at` is this step when it was saved."
-    st = TrainState(self.step, self.tcfg, self.cfg, self.vocab, self.meta, self.hist, self.best, self.best_step, self.engine.state())
+    st = TrainState(self.step, self.tcfg, self.cfg, self.vocab, self.meta, self.hist, self.best, self.best_step, self.engine.state(),
+                    best_batches=self.best_batches)
     p = self.save("training state", lambda: save_train_state(self.out_dir, st))
     if p is not None: self.state_at = self.step
     return p
@@ -282,11 +295,12 @@ def warn_once(self: _RunState, ran: int):
 # %% ../nbs/36_robust_train.ipynb #16d1fc23
 @patch
 def validate(self: _RunState, limit, with_state=True) -> bool:
-    "Validate, save the best checkpoint and the training state; False (nothing saved) when the loss is not finite."
+    "Validate on the first `limit` batches (None: all), save the best checkpoint (when this validation `outranks` the best) and the training state; False (nothing saved) when the loss is not finite."
     engine, hist, step, out_dir = self.engine, self.hist, self.step, self.out_dir
     t = _clock()
     ran, self.last_val = step - (self.validated_at if self.validated_at is not None else self.start), float(engine.evaluate(self.val_batches, limit))
-    self.val_seconds += _clock() - t; self.val_batches_done += len(self.val_batches) if limit is None else min(limit, len(self.val_batches))
+    nb = len(self.val_batches) if limit is None else min(limit, len(self.val_batches))
+    self.val_seconds += _clock() - t; self.val_batches_done += nb
     self.validated_at, w, n_rej = step, engine.host_params(), engine.rejected_count()
     hist["val_step"].append(step); hist["val_loss"].append(self.last_val)
     hist["val_rejected"].append((n_rej - self.rejected_at) / max(ran * w.size, 1))   # share of updates Adam refused since the last one
@@ -295,10 +309,11 @@ def validate(self: _RunState, limit, with_state=True) -> bool:
     notify(self.callbacks, "after_validate", step, hist)
     if not math.isfinite(self.last_val): return False           # diverged: the last good state and best checkpoint stay
     self.warn_once(ran)
-    if self.last_val < self.best:
+    if outranks(self.last_val, nb, self.best, self.best_batches):
         p = None if out_dir is None else self.save("best checkpoint", lambda: save_checkpoint(
-            out_dir / "best.safetensors", engine.host_params(), self.cfg, self.vocab, {**self.meta, "step": step, "val_loss": self.last_val}))
-        if out_dir is None or p is not None: self.best, self.best_step, self.ckpt = self.last_val, step, p or self.ckpt
+            out_dir / "best.safetensors", engine.host_params(), self.cfg, self.vocab,
+            {**self.meta, "step": step, "val_loss": self.last_val, "val_batches": nb}))
+        if out_dir is None or p is not None: self.best, self.best_step, self.ckpt, self.best_batches = self.last_val, step, p or self.ckpt, nb
     if out_dir is not None and with_state: self.save_state()
     return True
 
@@ -324,11 +339,11 @@ def _first_step(held: contextlib.ExitStack, engine, cfg: ModelConfig, tcfg: Trai
         check_disk_space(out_dir, 2 * c + 2 * st, replaces={"best.safetensors": c, STATE_NAME: st})
     for w in start_warnings(tcfg): note(w)
     hist = dict(step=[], loss=[], lr=[], val_step=[], val_loss=[], val_rejected=[], val_moved=[])
-    start, best, best_step, ckpt = 0, math.inf, None, None
+    start, best, best_step, ckpt, nb = 0, math.inf, None, None, None
     if resume is not None:
-        start, hist, best, best_step, ckpt = _resume_into(engine, resume, cfg, vocab, tcfg, train_batches, out_dir, note)
+        start, hist, best, best_step, ckpt, nb = _resume_into(engine, resume, cfg, vocab, tcfg, train_batches, out_dir, note, len(val_batches))
     return _RunState(engine, cfg, tcfg, vocab, meta, out_dir, val_batches, callbacks, note, start, hist, best, best_step, ckpt,
-                     resume.step if resume is not None else None)
+                     resume.step if resume is not None else None, nb)
 
 # %% ../nbs/36_robust_train.ipynb #ab7fe71b
 def _interrupted(r: _RunState, control: TrainControl) -> str:
@@ -447,7 +462,8 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
             reason, stopped = control.stop_reason, f"{stopped}; then {control.stop_reason} while saving (all saved)"
 
         res = TrainResult(r.step, r.best, r.last_val, r.hist, stopped, r.tokens / max(secs, 1e-9), secs, r.ckpt, reason,
-                          _run_problems(r, reason, bad_loss, tcfg), r.best_step, r.start, out_dir, r.unsaved)
+                          _run_problems(r, reason, bad_loss, tcfg), r.best_step, r.start, out_dir, r.unsaved,
+                          r.best_batches, len(val_batches))
         _end_hooks(res, on_end, note)
     return res
 

@@ -109,3 +109,57 @@ def test_budget_slower_machine_stops_at_the_limit(tmp_path, capsys, monkeypatch)
     assert st.tcfg.time_limit < 100 - b["spent_s"] - b["final_batches"] * 2.0 + 1e-9   # set from the slow validations
     warn = [l for l in err.splitlines() if l.startswith("warning: at")]
     assert len(warn) == 1 and "re-planned at step" in warn[0] and "--budget sets --steps and --time-limit itself" in warn[0], err
+
+
+def _scripted_run(tmp_path, subset_losses, resume=None, stop_at=None):
+    "A tiny CPU run (eval_every 5, eval_batches 1 of a longer validation set, 12 steps) whose validation losses are scripted: each subset validation takes the next of `subset_losses`, the whole set is always 2.0. `stop_at`: a stop requested after that validation."
+    from mint.controls import TrainControl
+    from mint.core import preset
+    from mint.data import encode_corpus, lm_batches, lm_eval_batches
+    from mint.model import init_params
+    from mint.vocab import Vocab
+    news = [f"中国人民银行今天宣布第{i}号通知。" for i in range(300)]
+    voc = Vocab.build(news, min_count=1)
+    cfg, toks = preset("tiny", len(voc)), encode_corpus(news, voc)
+    tcfg = T.TrainConfig(steps=12, batch_size=2, seq_len=16, lr=1e-3, eval_every=5, eval_batches=1)
+    val = list(lm_eval_batches(toks[:2000], 2, 16))
+    engine = T.CpuEngine(init_params(cfg, seed=0), cfg, tcfg)
+    engine.evaluate = lambda batches, limit=None: subset_losses.pop(0) if limit is not None else 2.0
+    control = TrainControl()
+    class Stop:
+        def after_validate(self, step, hist):
+            if step == stop_at: control.request_stop("terminated")
+    res = T.run_training(engine, cfg, tcfg, lm_batches(toks, 2, 16, np.random.default_rng(0)), val, voc, tmp_path / "run",
+                         progress=False, control=control, resume=resume, callbacks=[Stop()])
+    return res, len(val)
+
+
+def test_best_compares_like_with_like(tmp_path):
+    "A budget run's periodic validations use a subset of the validation batches: the best checkpoint is chosen among validations of the same batches only, and the whole set (the final validation) outranks any subset, even at a higher loss. The training state keeps which batches the best was measured on, and a resumed run goes on with the same rule."
+    from mint.checkpoint import load_checkpoint, save_train_state
+    res, n_val = _scripted_run(tmp_path, [1.0, 0.5])
+    assert n_val > 1 and res.best_val == 2.0 and res.best_step == 12 and (res.best_batches, res.val_batches) == (n_val, n_val)
+    st = load_train_state(tmp_path / "run")
+    assert (st.best_val, st.best_step, st.best_batches) == (2.0, 12, n_val)
+    assert load_checkpoint(tmp_path / "run" / "best.safetensors").meta["val_batches"] == n_val
+    # stopped after the subset validation of step 5: its best is that subset's; the resumed run keeps comparing subsets
+    # with subsets (0.9 < 1.0 replaces it at step 10), then its final whole-set validation outranks them
+    b = tmp_path / "b"; b.mkdir()
+    res, _ = _scripted_run(b, [1.0], stop_at=5)
+    st = load_train_state(b / "run")
+    assert (res.steps, st.best_val, st.best_step, st.best_batches) == (5, 1.0, 5, 1)
+    res, _ = _scripted_run(b, [0.9], resume=st)
+    assert (res.best_val, res.best_step, res.best_batches) == (2.0, 12, n_val)
+    # a state written before `best_batches` was kept (None): its best counts as a periodic (subset) validation's
+    c = tmp_path / "c"; c.mkdir()
+    _scripted_run(c, [1.0], stop_at=5)
+    st = load_train_state(c / "run"); st.best_batches = None
+    save_train_state(c / "run", st)
+    from mint.checkpoint import save_checkpoint
+    ck = load_checkpoint(c / "run" / "best.safetensors")
+    save_checkpoint(c / "run" / "best.safetensors", ck.params, ck.config, ck.vocab, {k: v for k, v in ck.meta.items() if k != "val_batches"})
+    st = load_train_state(c / "run")
+    assert st.best_batches is None
+    res, _ = _scripted_run(c, [0.95], resume=st, stop_at=10)
+    st = load_train_state(c / "run")
+    assert (res.steps, st.best_val, st.best_step, st.best_batches) == (10, 0.95, 10, 1)
