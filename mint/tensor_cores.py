@@ -736,10 +736,11 @@ def v8_shared_bytes(bn: int) -> int:
     return V8_STAGES[bn] * (128 + bn) * 128 + 1024
 
 def v8_plan(M: int, N: int, K: int, sms: int | None = None) -> tuple[int, int]:
-    "(block width, k-splits) with the least modelled time: waves of one block per multiprocessor × a block's work (bn × its k range) ÷ its speed; at most 4 splits (their workspace is written and read once more), each of at least four slabs."
+    "(block width, k-splits) with the least modelled time: waves of one block per multiprocessor × a block's work (bn × its k range) ÷ its speed; k-splits only for outputs with fewer blocks than multiprocessors (the workspace costs a write and a read of C per split: the H200 took 16384×3072×768 in 3 splits at 0.19× cuBLAS), at most 4, each of at least four slabs."
     sms = sms or _sm_count()
     cost = lambda bn, s: cdiv(cdiv(M, 128) * cdiv(N, bn) * s, sms) * bn * cdiv(K, s) / V8_SPEED[bn]
-    plans = [(bn, s) for bn in V8_STAGES for s in range(1, 5) if s == 1 or K // s >= 256]
+    plans = [(bn, s) for bn in V8_STAGES for s in range(1, 5)
+             if s == 1 or (K // s >= 256 and cdiv(M, 128) * cdiv(N, bn) < sms)]     # split only what leaves multiprocessors idle
     return min(plans, key=lambda p: (cost(*p), p[1]))
 
 @cuda.jit(cache=True)
