@@ -22,8 +22,8 @@ if not hasattr(np, "row_stack"): np.row_stack = np.vstack   # numba-cuda 0.30.4 
 from numba import cuda, config as nb_config      # noqa: E402
 nb_config.CUDA_LOW_OCCUPANCY_WARNINGS = False    # the odd-shape checks launch small grids on purpose
 from mint import gemm as G                       # noqa: E402  (training's GEMM: v5, its tiles, the providers)
-from mint import gemm_ladder as GL              # noqa: E402  (the rungs v1-v5 and their checks)
-from mint.kernels import time_device            # noqa: E402
+from mint import gemm_ladder as GL               # noqa: E402  (the rungs v1-v5 and their checks)
+from mint.kernels import time_device             # noqa: E402
 from mint import tensor_cores as TC              # noqa: E402
 from mint.cublas import load_cublas, cublas_gemm  # noqa: E402
 from mint.core import cdiv, rel_error            # noqa: E402
