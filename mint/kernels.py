@@ -5,7 +5,7 @@
 # %% ../nbs/03_kernels.ipynb #8fe39b61
 from __future__ import annotations
 from .core import on_device, simulator_enabled, cdiv  # before numba: without a GPU it switches the simulator on
-import contextlib, contextvars, functools, hashlib, math, sys, threading
+import contextlib, contextvars, functools, hashlib, math, sys, threading, time
 import numpy as np
 from numba import cuda, float32
 
@@ -14,7 +14,8 @@ __all__ = ['THREADS', 'MAX_BLOCKS', 'COL_BX', 'COL_MAX_BY', 'COL_SLOTS', 'SWEEP_
            'unchecked', 'check_args', 'gemm_dims', 'as_3d', 'fill_kernel', 'fill', 'copy_kernel', 'add_kernel',
            'swap01_kernel', 'rows_grid', 'copy', 'add', 'swap01', 'lock_simulator_shared_arrays', 'block_sum',
            'placeholder', 'scratch', 'clear_scratch', 'factory_jit', 'block_max', 'block_sum_y', 'column_block',
-           'reduction_block', 'current_device', 'Graph', 'stream_handle', 'capture', 'sweep_table', 'sweep_blocks']
+           'reduction_block', 'current_device', 'Graph', 'stream_handle', 'capture', 'sweep_table', 'sweep_blocks',
+           'time_device']
 
 # %% ../nbs/03_kernels.ipynb #f6c352c9
 THREADS = 32 if simulator_enabled() else 256       # threads per block of 1-D (grid-stride) launches
@@ -459,3 +460,29 @@ def sweep_blocks(rungs, sizes=None, check=None, tol: float = 1e-5, reps: int = 2
             res[name, b] = (None if simulator_enabled() else _time_calls(fn, b, reps, warmup, reset), err)
     print(sweep_table(res))
     return res
+
+# %% ../nbs/03_kernels.ipynb #cd5ac7f2
+@cuda.jit(cache=True)
+def _sleep_kernel(us):
+    for _ in range(us):
+        cuda.nanosleep(1000)
+
+# %% ../nbs/03_kernels.ipynb #170b486a
+def time_device(fn, reps: int | None = None, target_s: float = 0.01, rounds: int = 3) -> float:
+    "Median seconds per call of `fn()` (device work on numba's default stream), queued behind a sleeping kernel and timed with events."
+    if simulator_enabled():                               # one call, on the host clock: nothing to warm up
+        t0 = time.perf_counter(); fn(); cuda.synchronize()
+        return time.perf_counter() - t0
+    fn(); cuda.synchronize()                              # compile, allocate workspaces
+    if reps is None:
+        t0 = time.perf_counter(); fn(); cuda.synchronize()
+        reps = int(min(200, max(3, target_s / max(time.perf_counter() - t0, 1e-6))))
+    times = []
+    for _ in range(rounds):
+        e0, e1 = cuda.event(), cuda.event()
+        _sleep_kernel[1, 1](min(100_000, 1000 + 100 * reps))   # µs: covers the host's queueing of `reps` launches
+        e0.record()
+        for _ in range(reps): fn()
+        e1.record(); e1.synchronize()
+        times.append(cuda.event_elapsed_time(e0, e1) / 1e3 / reps)
+    return float(np.median(times))

@@ -1,4 +1,4 @@
-"The GEMM ladder's provider switch and its benchmark script, without a GPU (chapters 20 and 24 have the kernels' checks)."
+"Training's GEMM (mint.gemm: its provider switch, what it imports) and the ladder's benchmark script, without a GPU (chapters 20, 20b and 24 have the kernels' checks)."
 import json, os, subprocess, sys
 from pathlib import Path
 import pytest
@@ -59,11 +59,23 @@ def test_bf16_operands_on_a_float32_provider_are_widened_exactly():
 
 
 def test_no_import_circle_between_matmul_and_gemm():
-    "mint.gemm (training's GEMM), mint.cublas and mint.tensor_cores import neither mint.matmul nor each other in a circle."
+    "mint.gemm (training's GEMM), mint.cublas and mint.tensor_cores import neither mint.matmul nor each other in a circle; the ladder imports them, never the reverse."
     import ast
     deps = {}
-    for mod in ("matmul", "gemm", "cublas", "tensor_cores", "kernels"):
+    for mod in ("matmul", "gemm", "gemm_ladder", "cublas", "tensor_cores", "kernels"):
         tree = ast.parse((ROOT / "mint" / f"{mod}.py").read_text())
         deps[mod] = {n.module.lstrip(".") for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and n.level == 1}
     assert "matmul" not in deps["gemm"] | deps["cublas"] | deps["tensor_cores"]
     assert "gemm" in deps["matmul"] and "gemm" not in deps["cublas"] | deps["tensor_cores"]
+    assert {"gemm", "matmul"} <= deps["gemm_ladder"]
+    assert not any("gemm_ladder" in d for m, d in deps.items() if m != "gemm_ladder")
+
+
+@pytest.mark.parametrize("module", ["mint.train", "mint.gemm", "mint.matmul", "mint.model"])
+def test_training_never_loads_the_ladder(module):
+    "Training's import closure holds mint.gemm (v5, its tile choice, the launcher, the provider switch) and not the ladder's rungs and benchmark (mint.gemm_ladder)."
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": str(ROOT)}
+    code = f"import sys, {module}; print('mint.gemm' in sys.modules, 'mint.gemm_ladder' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["True", "False"], (module, r.stdout)

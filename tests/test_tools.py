@@ -165,7 +165,7 @@ import course
 
 def test_parts_and_their_totals():
     assert [course.part_of(n) for n in ("04_matmul", "nbs/23_gpu_train.ipynb", "49_cli", "index", "_scratch", "20a_cublas", "36a_controls")] == ["I", "II", "III", None, None, "II", "III"]
-    times = {"00_core": {"seconds": 30.0}, "01_vocab": {"seconds": 90.0}, "20_gemm_ladder": {"seconds": 60.0}}
+    times = {"00_core": {"seconds": 30.0}, "01_vocab": {"seconds": 90.0}, "20b_gemm_ladder": {"seconds": 60.0}}
     rows = {r[0]: r for r in course.part_totals(times)}
     assert rows["I"][3:] == (2, 120.0) and rows["II"][3:] == (1, 60.0) and rows["III"][3] == 0
     assert "2.0 min" in course.format_totals(list(rows.values()))
