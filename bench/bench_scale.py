@@ -20,7 +20,7 @@ Adam moments, the fallback's scratch); PyTorch's max_memory_allocated over its f
 Each path's first steps are also a check: from the same weights on the same batches its loss must match Mint fp32's
 (within 2e-2 for bf16 and TF32, 1e-3 otherwise). Paths that fail (out of memory, a missing provider) are recorded
 with the reason; --budget-s skips the paths left once that much time has passed. Results: bench/results/
-scale_<device>_<date>.json and the table printed last."""
+scale_<device>_<date>.json (rewritten after every path, `complete` true at the end) and the table printed last."""
 from __future__ import annotations
 import argparse, datetime, json, math, statistics, sys, time, traceback
 from pathlib import Path
@@ -159,7 +159,8 @@ def sides_of(cfg, rc, args):
     return out
 
 
-def bench_config(name, args, t_start) -> dict:
+def bench_config(name, args, t_start, save=lambda run: None) -> dict:
+    "Every path of one config; `save(run)` is called with the run so far after each path (the JSON survives a kill)."
     cfg, rc = config(name, args.vocab_size)
     B, T = args.batch_size, cfg.max_seq_len
     params = init_params(cfg, seed=0)
@@ -170,6 +171,8 @@ def bench_config(name, args, t_start) -> dict:
         device_name = torch.cuda.get_device_name(0)
     fpt = flops_per_token(cfg, T)
     res, ref = {}, None
+    run = dict(config=name, model=cfg.to_dict(), recompute=rc, n_params=n_params(cfg), batch_size=B, seq_len=T,
+               flops_per_token=fpt, results=res)
     for label, make in sides_of(cfg, rc, args):
         if time.perf_counter() - t_start > args.budget_s:
             res[label] = dict(skipped=f"time budget of {args.budget_s:.0f} s spent"); continue
@@ -204,8 +207,8 @@ def bench_config(name, args, t_start) -> dict:
         r = res[label]
         print(f"  {name} {label}: " + (f"{r['tokens_per_s']:,.0f} tok/s, MFU {100 * (r['mfu'] or 0):.1f}%" if "tokens_per_s" in r
                                        else r.get("error") or r.get("skipped")), flush=True)
-    return dict(config=name, model=cfg.to_dict(), recompute=rc, n_params=n_params(cfg), batch_size=B, seq_len=T,
-                flops_per_token=fpt, results=res)
+        save(run)
+    return run
 
 
 COLS = [("config", "config", ""), ("params", "params", ","), ("path", "path", ""), ("unit", "unit", ""),
@@ -255,15 +258,24 @@ def main(argv=None):
     host = benchlib.host_info(args.device)
     print(f"device: {host['device']}; torch {host['torch']}, numba-cuda {host['numba_cuda']}; batch {args.batch_size}", flush=True)
     t_start = time.perf_counter()
-    runs = [bench_config(n, args, t_start) for n in args.configs]
     date = datetime.datetime.now(datetime.timezone.utc)
-    doc = dict(bench="scale", date=date.isoformat(timespec="seconds"), device=args.device, host=host, lr=LR,
-               args={k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in vars(args).items()}, runs=runs)
     out = Path(args.out) if args.out else benchlib.RESULTS
     out.mkdir(parents=True, exist_ok=True)
     dev = (host.get("gpu") or "cpu").split()[-1].lower() if args.device == "cuda" else "cpu"
     path = out / f"scale_{dev}_{date:%Y-%m-%dT%H%M}.json"
-    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False))
+    runs = []
+
+    def save(run=None):
+        "Write the JSON with every row so far (called after each path, so a killed run keeps what it measured)."
+        done = runs + ([run] if run is not None else [])
+        doc = dict(bench="scale", date=date.isoformat(timespec="seconds"), device=args.device, host=host, lr=LR,
+                   args={k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in vars(args).items()},
+                   complete=run is None, runs=done)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False)); tmp.replace(path)
+
+    for n in args.configs: runs.append(bench_config(n, args, t_start, save))
+    save()
     print(f"\nrecorded in {path}\n")
     print(f"{host['device']}, {date:%Y-%m-%d}, batch {args.batch_size}, {args.steps} steps × {args.rounds} rounds (best round):")
     print(benchlib.table(rows_of(runs), COLS))
