@@ -11,6 +11,7 @@
 #   E: cuBLAS inside CUDA graphs — 20 executed on the GPU (a cuBLAS GEMM recorded and replayed), the training step
 #      with the cuBLAS providers (bench/bench_train_step.py --gemm), bench/gpu_train_run.py --gemm (GPU = CPU; graph =
 #      kernel by kernel), bench/cublas_decode_check.py (the decode step's graph with cuBLAS in it)
+#   F: flash-tc v2 against v1 and SDPA, and the d768 bf16 step's profile (issue 17, 2026-12-03)
 #   T: tensor cores — bench/bench_scale.py (bf16 with v7 / cuBLAS bf16 and flash-tc vs PyTorch bf16 + compile), chapters 24-27
 #   L: the kernel ladders (issue 21 item 8) — nbdev-test --flags gpu on 03, 05, 07, 10, 11: their #| gpu cells sweep
 #      block sizes over each ladder's rungs (mint.kernels.sweep_blocks) and write bench/results/gpu_cells/*.json,
@@ -65,6 +66,22 @@ elif [ "$PART" = X ]; then
   tail -12 "$L/bench_startup_cuda.log"
   cp bench/results/*cuda*.jsonl bench/results/startup*.jsonl bench/results/serve*.jsonl "$L/" 2>/dev/null
   tar cf "$OUT/x.tar" bench/results/gpu_cells -C /tmp xlogs 2>/dev/null; ls -la "$OUT"
+elif [ "$PART" = F ]; then
+  # F: tensor-core flash attention v2 (bench/flash_tc_v2.cu: ldmatrix, no transposed shared copies) against v1 (mint.flash_tc)
+  #    and SDPA's flash backend in one process each (4 correctness cases + 2 timings), then where the d768 bf16 step with
+  #    cuBLAS bf16 spends its time (bench/profile_step.py, no CUDA graph), with v2 and with v1; all in $OUT/f.tar
+  L=/tmp/flogs; mkdir -p $L
+  ( time timeout 75 python3 bench/flash_tc_bench.py --quick --cu bench/flash_tc_v2.cu --max-registers 168 --out $L/flash_tc_v2.json ) > $L/flash_v2.log 2>&1
+  echo "v2 bench rc $? at ${SECONDS}s"; tail -9 $L/flash_v2.log
+  ( time timeout 75 python3 bench/flash_tc_bench.py --quick --out $L/flash_tc_v1.json ) > $L/flash_v1.log 2>&1
+  echo "v1 bench rc $? at ${SECONDS}s"; tail -4 $L/flash_v1.log
+  ( time timeout 70 python3 bench/profile_step.py --preset d768 --precision bf16 --gemm cublas-bf16 --cu bench/flash_tc_v2.cu \
+      --max-registers 168 --out $L ) > $L/prof_d768_v2.log 2>&1
+  echo "profile v2 rc $? at ${SECONDS}s"; head -24 $L/prof_d768_v2.log | cut -c1-150
+  left=$((285 - SECONDS)); [ $left -gt 40 ] && ( time timeout $left python3 bench/profile_step.py --preset d768 --precision bf16 \
+      --gemm cublas-bf16 --out $L ) > $L/prof_d768_v1.log 2>&1
+  echo "profile v1 at ${SECONDS}s"; head -12 $L/prof_d768_v1.log | cut -c1-150
+  tar cf "$OUT/f.tar" -C /tmp flogs; ls -la "$OUT"
 elif [ "$PART" = T ]; then
   # T: tensor cores (issue 17), one lease: bench/bench_scale.py (Mint bf16 with the tensor-core GEMMs v7 and cuBLAS bf16
   #    and the tensor-core flash attention, Mint TF32, against PyTorch bf16 autocast + torch.compile + fused Adam), then
