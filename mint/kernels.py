@@ -181,10 +181,14 @@ def as_3d(*arrays) -> list:
 def fill_kernel(a, value):
     "a[i, j, k] = value for a 3-D array (grid-stride over the elements in row-major order)."
     I, J, K = a.shape
+    if I * J == 1:                                       # one axis (as_3d of a contiguous array): no index division
+        for k in range(cuda.grid(1), K, cuda.gridsize(1)): a[0, 0, k] = value
+        return
     for i in range(cuda.grid(1), I * J * K, cuda.gridsize(1)):
-        k = i % K
-        r = i // K
-        a[r // J, r % J, k] = value
+        r = i // K                                       # two 64-bit divisions per element, not four
+        k = i - r * K
+        ii = r // J
+        a[ii, r - ii * J, k] = value
 
 def fill(a, value):
     "a[...] = value in place for a NumPy or device array of any dtype and shape (device views may be strided). Returns `a`."
@@ -200,19 +204,28 @@ def fill(a, value):
 def copy_kernel(src, dst):
     "dst[i, j, k] = src[i, j, k] for 3-D arrays of one shape (grid-stride, row-major)."
     I, J, K = dst.shape
+    if I * J == 1:                                       # one axis: no index division
+        for k in range(cuda.grid(1), K, cuda.gridsize(1)): dst[0, 0, k] = src[0, 0, k]
+        return
     for i in range(cuda.grid(1), I * J * K, cuda.gridsize(1)):
-        k = i % K
         r = i // K
-        dst[r // J, r % J, k] = src[r // J, r % J, k]
+        k = i - r * K
+        ii = r // J
+        dst[ii, r - ii * J, k] = src[ii, r - ii * J, k]
 
 @cuda.jit(cache=True)
 def add_kernel(a, b, out):
     "out = a + b for 3-D arrays of one shape (grid-stride, row-major); out may be a or b."
     I, J, K = out.shape
+    if I * J == 1:                                       # one axis (the residual adds of the training step): no index division
+        for k in range(cuda.grid(1), K, cuda.gridsize(1)): out[0, 0, k] = a[0, 0, k] + b[0, 0, k]
+        return
     for i in range(cuda.grid(1), I * J * K, cuda.gridsize(1)):
-        k = i % K
         r = i // K
-        out[r // J, r % J, k] = a[r // J, r % J, k] + b[r // J, r % J, k]
+        k = i - r * K
+        ii = r // J
+        j = r - ii * J
+        out[ii, j, k] = a[ii, j, k] + b[ii, j, k]
 
 @cuda.jit(cache=True)
 def swap01_kernel(src, dst):
