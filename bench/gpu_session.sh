@@ -12,6 +12,7 @@
 #      with the cuBLAS providers (bench/bench_train_step.py --gemm), bench/gpu_train_run.py --gemm (GPU = CPU; graph =
 #      kernel by kernel), bench/cublas_decode_check.py (the decode step's graph with cuBLAS in it)
 #   F: flash-tc v2 against v1 and SDPA, and the d768 bf16 step's profile (issue 17, 2026-12-03)
+#   H: glue check and bench_scale d768 in a short call (issue 17, 2026-12-03)
 #   G: glue check, bench_scale d768 (+ --recompute), d768 profile, chapter 26 on the GPU (issue 17, 2026-12-03)
 #   Y: bench_scale d1024 (cuBLAS bf16, v7, PyTorch bf16), d512, d768 if time is left: the final rows of issue 17 (<= 200 s)
 #   T: tensor cores — bench/bench_scale.py (bf16 with v7 / cuBLAS bf16 and flash-tc vs PyTorch bf16 + compile), chapters 24-27
@@ -84,6 +85,15 @@ elif [ "$PART" = F ]; then
       --gemm cublas-bf16 --out $L ) > $L/prof_d768_v1.log 2>&1
   echo "profile v1 at ${SECONDS}s"; head -12 $L/prof_d768_v1.log | cut -c1-150
   tar cf "$OUT/f.tar" -C /tmp flogs; ls -la "$OUT"
+elif [ "$PART" = H ]; then
+  # H (issue 17, 2026-12-03, a short call): glue_check, then bench_scale at d768 (PyTorch bf16 + compile first, Mint bf16
+  #    with cuBLAS bf16 and with its own v7 + flash-tc v2) in about 150 s of device time; $OUT/h.tar
+  L=/tmp/hlogs; mkdir -p $L
+  ( time timeout 35 python3 bench/glue_check.py ) > $L/glue_check.log 2>&1; echo "glue rc $? at ${SECONDS}s"; tail -8 $L/glue_check.log
+  ( time timeout 120 python3 bench/bench_scale.py --configs d768 --mint bf16 --bf16-gemm cublas-bf16 tc --torch bf16 --peer-first \
+      --steps 5 --rounds 2 --budget-s 105 --out $L ) > $L/bench_scale.log 2>&1
+  echo "bench_scale rc $? at ${SECONDS}s"; tail -8 $L/bench_scale.log
+  tar cf "$OUT/h.tar" -C /tmp hlogs; ls -la "$OUT"
 elif [ "$PART" = G ]; then
   # G (issue 17, 2026-12-03, second call): the glue kernels without index division checked exactly and timed
   #    (bench/glue_check.py); bench_scale at d768 with flash-tc v2 adopted (Mint bf16 cuBLAS bf16, the same with
