@@ -1,6 +1,6 @@
 """The glue kernels on a GPU, checked exactly against NumPy at the d768 step's shapes: `add`, `copy`, `fill` (the flat
 path of a contiguous array and the divided path of strided views) and the cuBLAS providers' bias start
-(`mint.cublas.bias_rows_kernel`, through `launch_gemm` with a bias), each also timed (ms, the median of 20 launches).
+(`mint.cublas.bias_rows_kernel`, through `launch_gemm` with a bias), and RoPE against its reference, each also timed (ms, the median of 20 launches).
 
     python bench/glue_check.py          # needs a CUDA GPU; exit 1 if any check fails"""
 import sys, time
@@ -14,6 +14,7 @@ from mint.gemm import gemm_provider, launch_gemm, GEMM_PROVIDERS  # noqa: E402
 
 
 def ms(fn, n=20):
+    if simulator_enabled(): n = 1
     fn(); cuda.synchronize(); ts = []
     for _ in range(n):
         t0 = time.perf_counter(); fn(); cuda.synchronize(); ts.append(time.perf_counter() - t0)
@@ -21,7 +22,9 @@ def ms(fn, n=20):
 
 
 rng = np.random.default_rng(0)
-N, d = 32 * 512, 768
+from mint.core import simulator_enabled  # noqa: E402
+N, d = (96, 128) if simulator_enabled() else (32 * 512, 768)     # the simulator: a small run of the same checks
+H = d // 64
 a, b = (rng.standard_normal((N, d)).astype(np.float32) for _ in range(2))
 da, db, do = cuda.to_device(a), cuda.to_device(b), cuda.device_array((N, d), np.float32)
 ok = True
@@ -29,22 +32,34 @@ def check(name, got, want, t):
     global ok
     good = np.array_equal(got, want); ok &= good
     gb = want.nbytes * (3 if name.startswith("add") else 2) / 1e9
-    print(f"{name:34s} {'exact' if good else 'WRONG'}  {t:.3f} ms  ({gb / t:.2f} TB/s of its tensors)", flush=True)
-check("add, contiguous [16384, 768]", (add(da, db, do), do.copy_to_host())[1], a + b, ms(lambda: add(da, db, do)))
-s3a, s3b = da.reshape(N, 12, 64), db.reshape(N, 12, 64)
-o3 = cuda.to_device(np.zeros((N, 12, 64), np.float32))
-add(s3a[:, 2:10], s3b[:, 2:10], o3[:, 2:10]); w = np.zeros((N, 12, 64), np.float32); w[:, 2:10] = (a + b).reshape(N, 12, 64)[:, 2:10]
-check("add, strided view [16384, 8, 64]", o3.copy_to_host(), w, ms(lambda: add(s3a[:, 2:10], s3b[:, 2:10], o3[:, 2:10])))
+    print(f"{name:34s} {'exact' if good else 'WRONG'}  {t:.3f} ms  ({gb / max(t, 1e-9):.2f} TB/s of its tensors)", flush=True)
+check(f"add, contiguous [{N}, {d}]", (add(da, db, do), do.copy_to_host())[1], a + b, ms(lambda: add(da, db, do)))
+s3a, s3b = da.reshape(N, H, 64), db.reshape(N, H, 64)
+o3 = cuda.to_device(np.zeros((N, H, 64), np.float32))
+add(s3a[:, 1:], s3b[:, 1:], o3[:, 1:]); w = np.zeros((N, H, 64), np.float32); w[:, 1:] = (a + b).reshape(N, H, 64)[:, 1:]
+check("add, strided view [N, H-1, 64]", o3.copy_to_host(), w, ms(lambda: add(s3a[:, 1:], s3b[:, 1:], o3[:, 1:])))
 check("copy, contiguous", (copy(da, do), do.copy_to_host())[1], a, ms(lambda: copy(da, do)))
 check("fill, contiguous", (fill(do, 0.25), do.copy_to_host())[1], np.full((N, d), 0.25, np.float32), ms(lambda: fill(do, 0.25)))
 bias = rng.standard_normal(3 * d).astype(np.float32)
 x16 = rng.integers(0, 1, (N, d)).astype(np.float32)                       # zero operands: the product is exactly the bias
 w = np.zeros((3 * d, d), np.float32)
 dx, dw, dbias, dout = cuda.to_device(x16), cuda.to_device(w), cuda.to_device(bias), cuda.device_array((N, 3 * d), np.float32)
-for prov in [p for p in ("cublas-tf32", "cublas") if p in GEMM_PROVIDERS]:
+if simulator_enabled():                                                   # no cuBLAS: the bias start alone
+    from mint.cublas import bias_rows_kernel
+    from mint.kernels import rows_grid
+    bias_rows_kernel[rows_grid(N, 3 * d)](dout, dbias)
+    check("bias_rows_kernel", dout.copy_to_host(), np.broadcast_to(bias, (N, 3 * d)), 0.0)
+for prov in [p for p in ("cublas-tf32", "cublas") if p in GEMM_PROVIDERS and not simulator_enabled()]:
     with gemm_provider(prov):
         launch_gemm(dx, dw, dout, dbias, False, True)
         check(f"{prov} GEMM with bias (bias_rows)", dout.copy_to_host(), np.broadcast_to(bias, (N, 3 * d)),
               ms(lambda: launch_gemm(dx, dw, dout, dbias, False, True)))
+from mint.rope import rope_forward, rope_forward_ref       # noqa: E402
+xq = rng.standard_normal((N, H, 64)).astype(np.float32)
+pos = (np.arange(N) % 512).astype(np.int32)
+dxq, dpos, drot = cuda.to_device(xq), cuda.to_device(pos), cuda.device_array((N, H, 64), np.float32)
+got = (rope_forward(dxq, dpos, out=drot), drot.copy_to_host())[1]
+err = float(np.abs(got - rope_forward_ref(xq, pos)).max()); ok &= err < 1e-5
+print(f"{f'rope [{N}, {H}, 64]':34s} max |err| vs reference {err:.1e}  {ms(lambda: rope_forward(dxq, dpos, out=drot)):.3f} ms", flush=True)
 print("glue check", "passed" if ok else "FAILED")
 sys.exit(0 if ok else 1)
