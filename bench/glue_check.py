@@ -1,6 +1,6 @@
 """The glue kernels on a GPU, checked exactly against NumPy at the d768 step's shapes: `add`, `copy`, `fill` (the flat
 path of a contiguous array and the divided path of strided views) and the cuBLAS providers' bias start
-(`mint.cublas.bias_rows_kernel`, through `launch_gemm` with a bias), and RoPE against its reference, each also timed (ms, the median of 20 launches).
+(`mint.cublas.bias_rows_kernel`, through `launch_gemm` with a bias), RoPE against its reference, and to_bf16 (two elements a thread where the size is even and aligned) bit for bit, each also timed (ms, the median of 20 launches).
 
     python bench/glue_check.py          # needs a CUDA GPU; exit 1 if any check fails"""
 import sys, time
@@ -61,5 +61,13 @@ dxq, dpos, drot = cuda.to_device(xq), cuda.to_device(pos), cuda.device_array((N,
 got = (rope_forward(dxq, dpos, out=drot), drot.copy_to_host())[1]
 err = float(np.abs(got - rope_forward_ref(xq, pos)).max()); ok &= err < 1e-5
 print(f"{f'rope [{N}, {H}, 64]':34s} max |err| vs reference {err:.1e}  {ms(lambda: rope_forward(dxq, dpos, out=drot)):.3f} ms", flush=True)
+from mint.precision import to_bf16, to_bf16_ref         # noqa: E402
+edge = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1 + 2**-8, 1 + 3 * 2**-8, 3.4e38, 1e-45], np.float32)
+xb = np.concatenate([a.ravel()[:-edge.size], edge]).reshape(N, d)       # ties, NaNs, infinities, the largest, subnormals
+dxb, d16 = cuda.to_device(xb), cuda.device_array((N, d), np.uint16)
+check("to_bf16, pairs (even size)", (to_bf16(dxb, d16), d16.copy_to_host())[1], to_bf16_ref(xb), ms(lambda: to_bf16(dxb, d16)))
+odd = cuda.device_array(N * d - 1, np.uint16)
+check("to_bf16, one at a time (odd size)", (to_bf16(dxb.reshape(N * d)[1:], odd), odd.copy_to_host())[1], to_bf16_ref(xb.ravel()[1:]),
+      ms(lambda: to_bf16(dxb.reshape(N * d)[1:], odd)))
 print("glue check", "passed" if ok else "FAILED")
 sys.exit(0 if ok else 1)

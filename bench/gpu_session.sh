@@ -13,7 +13,7 @@
 #      kernel by kernel), bench/cublas_decode_check.py (the decode step's graph with cuBLAS in it)
 #   F: flash-tc v2 against v1 and SDPA, and the d768 bf16 step's profile (issue 17, 2026-12-03)
 #   H: glue check and bench_scale d768 in a short call (issue 17, 2026-12-03)
-#   G: glue check, bench_scale d768 (+ --recompute), d768 profile, chapter 26 on the GPU (issue 17, 2026-12-03)
+#   G: glue check, bench_scale d768 (+ --recompute), chapter 27 on the GPU, the d768 profile (issue 17, 2026-12-03)
 #   Y: bench_scale d1024 (cuBLAS bf16, v7, PyTorch bf16), d512, d768 if time is left: the final rows of issue 17 (<= 200 s)
 #   T: tensor cores — bench/bench_scale.py (bf16 with v7 / cuBLAS bf16 and flash-tc vs PyTorch bf16 + compile), chapters 24-27
 #   L: the kernel ladders (issue 21 item 8) — nbdev-test --flags gpu on 03, 05, 07, 10, 11: their #| gpu cells sweep
@@ -95,21 +95,22 @@ elif [ "$PART" = H ]; then
   echo "bench_scale rc $? at ${SECONDS}s"; tail -8 $L/bench_scale.log
   tar cf "$OUT/h.tar" -C /tmp hlogs; ls -la "$OUT"
 elif [ "$PART" = G ]; then
-  # G (issue 17, 2026-12-03, second call): the glue kernels without index division checked exactly and timed
-  #    (bench/glue_check.py); bench_scale at d768 with flash-tc v2 adopted (Mint bf16 cuBLAS bf16, the same with
-  #    --recompute, Mint's own v7 + flash-tc, PyTorch bf16 + compile first); the d768 step's profile again; chapter 26
-  #    executed on the GPU (its #| gpu cell re-measures and rewrites bench/results/h200_2026-12-03_tc/flash_tc.json)
+  # G (issue 17, 2026-12-03, the second call): the glue kernels (no index division, RoPE once per (row, pair), to_bf16 in
+  #    pairs) checked exactly and timed (bench/glue_check.py); bench_scale at d768 with them and flash-tc v2 (PyTorch bf16
+  #    + compile first, then Mint bf16 with cuBLAS bf16, the same with --recompute, Mint's own v7 + flash-tc); chapter 27
+  #    executed on the GPU (its #| gpu cells: recompute bit-identity on the device, d1024 memory); the d768 step's profile
   L=/tmp/glogs; mkdir -p $L
-  ( time timeout 40 python3 bench/glue_check.py ) > $L/glue_check.log 2>&1; echo "glue rc $? at ${SECONDS}s"; tail -8 $L/glue_check.log
-  ( time timeout 135 python3 bench/bench_scale.py --configs d768 --mint bf16 --bf16-gemm cublas-bf16 tc --torch bf16 --peer-first \
-      --recompute-too --steps 5 --rounds 2 --budget-s 120 --out $L ) > $L/bench_scale.log 2>&1
+  ( time timeout 40 python3 bench/glue_check.py ) > $L/glue_check.log 2>&1; echo "glue rc $? at ${SECONDS}s"; tail -11 $L/glue_check.log
+  ( time timeout 130 python3 bench/bench_scale.py --configs d768 --mint bf16 --bf16-gemm cublas-bf16 tc --torch bf16 --peer-first \
+      --recompute-too --steps 5 --rounds 2 --budget-s 112 --out $L ) > $L/bench_scale.log 2>&1
   echo "bench_scale rc $? at ${SECONDS}s"; tail -9 $L/bench_scale.log
-  ( time timeout 45 python3 bench/profile_step.py --preset d768 --precision bf16 --gemm cublas-bf16 --out $L ) > $L/prof_d768.log 2>&1
-  echo "profile rc $? at ${SECONDS}s"; head -14 $L/prof_d768.log | cut -c1-150
-  left=$((285 - SECONDS)); [ $left -gt 45 ] && ( time timeout $left python3 tools/run_notebooks.py nbs/26_flash_tensor_cores.ipynb \
-      --timeout $((left - 5)) ) > $L/run_notebooks_26.log 2>&1
-  echo "chapter 26 at ${SECONDS}s"; tail -3 $L/run_notebooks_26.log
-  tar cf "$OUT/g.tar" nbs/26_flash_tensor_cores.ipynb bench/results/h200_2026-12-03_tc/flash_tc.json -C /tmp glogs 2>/dev/null; ls -la "$OUT"
+  left=$((240 - SECONDS)); [ $left -gt 40 ] && ( time timeout $left python3 tools/run_notebooks.py nbs/27_recompute.ipynb \
+      --timeout $((left - 5)) ) > $L/run_notebooks_27.log 2>&1
+  echo "chapter 27 at ${SECONDS}s"; grep -v WARNING $L/run_notebooks_27.log | tail -4
+  left=$((288 - SECONDS)); [ $left -gt 25 ] && ( time timeout $left python3 bench/profile_step.py --preset d768 --precision bf16 \
+      --gemm cublas-bf16 --out $L ) > $L/prof_d768.log 2>&1
+  echo "profile at ${SECONDS}s"; head -16 $L/prof_d768.log | cut -c1-150
+  tar cf "$OUT/g.tar" nbs/27_recompute.ipynb -C /tmp glogs 2>/dev/null; ls -la "$OUT"
 elif [ "$PART" = Y ]; then
   # Y (issue 17, for the final session, <= 200 s): bench_scale's rows still missing — d1024/18 layers with Mint bf16
   #    (cuBLAS bf16, and its own v7 + flash-tc; --recompute) against PyTorch bf16 + compile (first, so a cut keeps it),
