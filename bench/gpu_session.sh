@@ -14,7 +14,7 @@
 #   F: flash-tc v2 against v1 and SDPA, and the d768 bf16 step's profile (issue 17, 2026-12-03)
 #   H: glue check and bench_scale d768 in a short call (issue 17, 2026-12-03)
 #   G: glue check, bench_scale d768 (+ --recompute), chapter 27 on the GPU, the d768 profile (issue 17, 2026-12-03)
-#   Y: bench_scale d1024 (cuBLAS bf16, v7, PyTorch bf16), d512, d768 if time is left: the final rows of issue 17 (<= 200 s)
+#   Y: glue check, then bench_scale d768 (+recompute, v7) and d1024 (cuBLAS bf16, v7), PyTorch bf16 first in each (~220 s)
 #   T: tensor cores — bench/bench_scale.py (bf16 with v7 / cuBLAS bf16 and flash-tc vs PyTorch bf16 + compile), chapters 24-27
 #   L: the kernel ladders (issue 21 item 8) — nbdev-test --flags gpu on 03, 05, 07, 10, 11: their #| gpu cells sweep
 #      block sizes over each ladder's rungs (mint.kernels.sweep_blocks) and write bench/results/gpu_cells/*.json,
@@ -112,12 +112,15 @@ elif [ "$PART" = G ]; then
   echo "profile at ${SECONDS}s"; head -16 $L/prof_d768.log | cut -c1-150
   tar cf "$OUT/g.tar" nbs/27_recompute.ipynb -C /tmp glogs 2>/dev/null; ls -la "$OUT"
 elif [ "$PART" = Y ]; then
-  # Y (issue 17, for the final session, <= 200 s): bench_scale's rows still missing — d1024/18 layers with Mint bf16
-  #    (cuBLAS bf16, and its own v7 + flash-tc; --recompute) against PyTorch bf16 + compile (first, so a cut keeps it),
-  #    d512 with the glue fixes and flash-tc v2, then d768 if time is left (with --recompute beside it: peak memory);
-  #    the JSON is rewritten after every path, so a kill keeps what was measured; everything in $OUT/y.tar
+  # Y (issue 17, for the final session, about 220 s): what the tc helper of 2026-12-03 could not measure (its second and
+  #    third device calls got no machine). First the glue kernels changed that day, checked exactly against NumPy on the
+  #    GPU (bench/glue_check.py: add/copy/fill without index division, cuBLAS's bias start, RoPE, to_bf16 in pairs);
+  #    then bench_scale with PyTorch bf16 + compile first in each config (a cut keeps the peer): d768 (Mint bf16 cuBLAS
+  #    bf16, the same with --recompute for its peak memory, Mint's own v7 + flash-tc v2), then d1024/18 layers
+  #    (--recompute; cuBLAS bf16, then v7 if the budget is left). The JSON is rewritten after every path; $OUT/y.tar
   L=/tmp/ylogs; mkdir -p $L
-  ( time timeout 185 python3 bench/bench_scale.py --configs d1024 d512 d768 --mint bf16 --bf16-gemm cublas-bf16 tc --torch bf16 \
+  ( time timeout 30 python3 bench/glue_check.py ) > $L/glue_check.log 2>&1; echo "glue rc $? at ${SECONDS}s"; tail -11 $L/glue_check.log
+  ( time timeout 185 python3 bench/bench_scale.py --configs d768 d1024 --mint bf16 --bf16-gemm cublas-bf16 tc --torch bf16 \
       --peer-first --recompute-too --steps 3 --rounds 2 --budget-s 165 --out $L ) > $L/bench_scale.log 2>&1
   echo "bench_scale rc $? at ${SECONDS}s"; tail -16 $L/bench_scale.log
   tar cf "$OUT/y.tar" -C /tmp ylogs; ls -la "$OUT"
