@@ -57,7 +57,9 @@ for e in prof.key_averages():
     g[0] += e.device_time_total; g[1] += e.count
 rows = sorted(groups.items(), key=lambda kv: -kv[1][0])
 total = sum(t for t, _ in groups.values())
-lines = [f"{args.preset}, {args.precision}, GEMM {args.gemm}, attention {args.attention}{', recompute' if args.recompute else ''}, "
+from mint.flash_tc import attention_provider  # noqa: E402
+att = attention_provider(args.precision, args.attention, cfg.head_dim)     # bf16 runs flash-tc by itself
+lines = [f"{args.preset}, {args.precision}, GEMM {args.gemm}, attention {att}{', recompute' if args.recompute else ''}, "
          f"batch {args.batch_size}x{T}: {total / args.steps / 1e3:.1f} ms of kernels per step, "
          f"{sum(c for _, c in groups.values()) / args.steps:.0f} launches per step ({args.steps} steps)",
          f"{'ms/step':>8} {'share':>6} {'calls/step':>10}  kernel"]
