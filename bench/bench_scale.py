@@ -70,6 +70,7 @@ class MintSide:
         from mint.gemm import gemm_provider
         self.gemm = lambda: gemm_provider(gemm)
         ctx = cuda.current_context()
+        import gc; gc.collect(); ctx.deallocations.clear()  # the previous path's buffers freed now, not during this one's setup
         free0 = ctx.get_memory_info()[0]
         with self.gemm():
             self.engine = GpuEngine(params.copy(), cfg, tcfg)
