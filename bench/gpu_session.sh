@@ -12,7 +12,6 @@
 #      with the cuBLAS providers (bench/bench_train_step.py --gemm), bench/gpu_train_run.py --gemm (GPU = CPU; graph =
 #      kernel by kernel), bench/cublas_decode_check.py (the decode step's graph with cuBLAS in it)
 #   F: flash-tc v2 against v1 and SDPA, and the d768 bf16 step's profile (issue 17, 2026-12-03)
-#   H: glue check and bench_scale d768 in a short call (issue 17, 2026-12-03)
 #   G: chapter 27 on the GPU (175 s) and the d768 bf16 profile after the glue changes (optional, after Y)
 #   Y: glue check, then bench_scale d768 (+recompute, v7) and d1024 (cuBLAS bf16, v7), PyTorch bf16 first in each (~220 s)
 #   T: tensor cores — bench/bench_scale.py (bf16 with v7 / cuBLAS bf16 and flash-tc vs PyTorch bf16 + compile), chapters 24-27
@@ -85,15 +84,6 @@ elif [ "$PART" = F ]; then
       --gemm cublas-bf16 --out $L ) > $L/prof_d768_v1.log 2>&1
   echo "profile v1 at ${SECONDS}s"; head -12 $L/prof_d768_v1.log | cut -c1-150
   tar cf "$OUT/f.tar" -C /tmp flogs; ls -la "$OUT"
-elif [ "$PART" = H ]; then
-  # H (issue 17, 2026-12-03, a short call): glue_check, then bench_scale at d768 (PyTorch bf16 + compile first, Mint bf16
-  #    with cuBLAS bf16 and with its own v7 + flash-tc v2) in about 150 s of device time; $OUT/h.tar
-  L=/tmp/hlogs; mkdir -p $L
-  ( time timeout 35 python3 bench/glue_check.py ) > $L/glue_check.log 2>&1; echo "glue rc $? at ${SECONDS}s"; tail -8 $L/glue_check.log
-  ( time timeout 120 python3 bench/bench_scale.py --configs d768 --mint bf16 --bf16-gemm cublas-bf16 tc --torch bf16 --peer-first \
-      --steps 5 --rounds 2 --budget-s 105 --out $L ) > $L/bench_scale.log 2>&1
-  echo "bench_scale rc $? at ${SECONDS}s"; tail -8 $L/bench_scale.log
-  tar cf "$OUT/h.tar" -C /tmp hlogs; ls -la "$OUT"
 elif [ "$PART" = G ]; then
   # G (issue 17; optional, after Y, about 230 s): chapter 27 executed on the GPU with time enough (its #| gpu cells —
   #    recompute bit-identity on the device for every provider, d1024 memory held with and without --recompute — have
