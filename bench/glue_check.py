@@ -1,6 +1,6 @@
 """The glue kernels on a GPU, checked exactly against NumPy at the d768 step's shapes: `add`, `copy`, `fill` (the flat
 path of a contiguous array and the divided path of strided views) and the cuBLAS providers' bias start
-(`mint.cublas.bias_rows_kernel`, through `launch_gemm` with a bias), RoPE against its reference, and to_bf16 (two elements a thread where the size is even and aligned) bit for bit, each also timed (ms, the median of 20 launches).
+(`mint.cublas.bias_rows_kernel`, through `launch_gemm` with a bias), RoPE against its reference, to_bf16 (two elements a thread where the size is even and aligned) bit for bit, and bias_grad (row parts, then their sum) against a float64 sum, each also timed (ms, the median of 20 launches).
 
     python bench/glue_check.py          # needs a CUDA GPU; exit 1 if any check fails"""
 import sys, time
@@ -69,5 +69,12 @@ check("to_bf16, pairs (even size)", (to_bf16(dxb, d16), d16.copy_to_host())[1], 
 odd = cuda.device_array(N * d - 1, np.uint16)
 check("to_bf16, one at a time (odd size)", (to_bf16(dxb.reshape(N * d)[1:], odd), odd.copy_to_host())[1], to_bf16_ref(xb.ravel()[1:]),
       ms(lambda: to_bf16(dxb.reshape(N * d)[1:], odd)))
+from mint.matmul import bias_grad                          # noqa: E402
+gb = cuda.device_array(d, np.float32)
+g1 = bias_grad(da, out=gb).copy_to_host(); g2 = bias_grad(da, out=gb).copy_to_host()
+err = float(np.linalg.norm(g1 - a.astype(np.float64).sum(0)) / np.linalg.norm(a.astype(np.float64).sum(0)))
+ok &= err < 1e-5 and np.array_equal(g1, g2)
+print(f"{f'bias_grad [{N}, {d}]':34s} rel err {err:.1e}, same bits twice {np.array_equal(g1, g2)}  "
+      f"{ms(lambda: bias_grad(da, out=gb)):.3f} ms", flush=True)
 print("glue check", "passed" if ok else "FAILED")
 sys.exit(0 if ok else 1)

@@ -344,10 +344,10 @@ def block_sum_y(buf, value):
 COL_BX, COL_MAX_BY = 8, 128        # column reductions: 8 columns a block (a row's 32-byte sector), up to 128 row lanes
 COL_SLOTS = COL_BX * COL_MAX_BY     # their shared buffer's length (a shared shape must be a constant)
 
-def column_block(n_cols: int, n_rows: int, rows_per_thread: int = 32) -> tuple:
-    "`launch` of a column reduction over `n_rows` rows (`block_sum_y`): blocks of (COL_BX, by) threads, by a power of two ≤ COL_MAX_BY that leaves each thread about `rows_per_thread` rows; cdiv(n_cols, COL_BX) blocks."
+def column_block(n_cols: int, n_rows: int, rows_per_thread: int = 32, parts: int = 1) -> tuple:
+    "`launch` of a column reduction over `n_rows` rows (`block_sum_y`): blocks of (COL_BX, by) threads, by a power of two ≤ COL_MAX_BY that leaves each thread about `rows_per_thread` rows; cdiv(n_cols, COL_BX) × `parts` blocks (blockIdx.y: a part of the rows, `n_rows` each)."
     by = min(COL_MAX_BY, next_pow2(cdiv(max(int(n_rows), 1), rows_per_thread)))
-    return launch((cdiv(n_cols, COL_BX), 1, 1), (COL_BX, by))
+    return launch((cdiv(n_cols, COL_BX), int(parts), 1), (COL_BX, by))
 
 def reduction_block(fn: str, threads: int | None = None, default: int = THREADS, limit: int = 1024) -> int:
     "Threads per block for a kernel that calls block_sum/block_max: `threads` or `default`; ValueError naming `fn` unless a power of two in [1, limit] (`limit`: the kernel's shared buffer length)."
