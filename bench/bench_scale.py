@@ -7,7 +7,8 @@ prints tokens/s, MFU against the dense peak of the unit each path uses, and peak
     python bench/bench_scale.py --device cpu --configs tiny          # the machinery on a CPU (NumPy vs PyTorch CPU)
 
 Configs (vocabulary 4130, People's Daily's): medium, large (the presets), d512 (8 heads, 8 layers, seq 256), d768
-(12 heads, 12 layers, seq 512), d1024 (32 heads, 18 layers, seq 512, Mint with --recompute); batch 32.
+(12 heads, 12 layers, seq 512), d1024 (32 heads, 18 layers, seq 512, Mint with --recompute); batch 32. --recompute-too
+adds Mint bf16 with --recompute beside the same path without it (its peak memory is the point).
 Paths (GPU): Mint fp32 with its hand GEMM, Mint fp32 with cuBLAS TF32, Mint bf16 with each provider of
 --bf16-gemm that this checkout has (a provider in mint.gemm.BF16_PROVIDERS multiplies bf16 itself; any other gets
 the exact fallback: operands widened to float32, then that provider's GEMM — with cublas-tf32 the products are still
@@ -17,10 +18,10 @@ MFU: model FLOPs (mint.model.flops_per_token) × tokens/s over the dense peak (m
 path's GEMMs run on: fp32 (hand GEMM, cuBLAS FP32), tf32 (cuBLAS TF32, and bf16 through it), bf16 (bf16 providers,
 autocast). Peak memory: device memory the Mint engine holds after its warm-up step (workspace, weights, gradients,
 Adam moments, the fallback's scratch); PyTorch's max_memory_allocated over its first steps.
-Each path's first steps are also a check: from the same weights on the same batches its loss must match Mint fp32's
+Each path's first steps are also a check: from the same weights on the same batches its loss must match the first path's (Mint fp32's by default)
 (within 2e-2 for bf16 and TF32, 1e-3 otherwise). Paths that fail (out of memory, a missing provider) are recorded
 with the reason; --budget-s skips the paths left once that much time has passed. Results: bench/results/
-scale_<device>_<date>.json and the table printed last."""
+scale_<device>_<date>.json (rewritten after every path, `complete` true at the end) and the table printed last."""
 from __future__ import annotations
 import argparse, datetime, json, math, statistics, sys, time, traceback
 from pathlib import Path
@@ -69,6 +70,7 @@ class MintSide:
         from mint.gemm import gemm_provider
         self.gemm = lambda: gemm_provider(gemm)
         ctx = cuda.current_context()
+        import gc; gc.collect(); ctx.deallocations.clear()  # the previous path's buffers freed now, not during this one's setup
         free0 = ctx.get_memory_info()[0]
         with self.gemm():
             self.engine = GpuEngine(params.copy(), cfg, tcfg)
@@ -152,14 +154,16 @@ def sides_of(cfg, rc, args):
     if "tf32" in args.mint:
         out.append(("mint fp32 cublas-tf32", lambda p, B, T: MintSide(cfg, p, B, T, "cuda", "fp32", "cublas-tf32", rc)))
     if "bf16" in args.mint:
-        for g in args.bf16_gemm:
+        for i, g in enumerate(args.bf16_gemm):
             out.append((f"mint bf16 {g}", lambda p, B, T, g=g: MintSide(cfg, p, B, T, "cuda", "bf16", g, rc)))
-    for m in args.torch:
-        out.append((f"torch {m}", lambda p, B, T, m=m: TorchSide(cfg, p, "cuda", m)))
-    return out
+            if i == 0 and args.recompute_too and not rc:           # the memory lever, beside the same path without it
+                out.append((f"mint bf16 {g} recompute", lambda p, B, T, g=g: MintSide(cfg, p, B, T, "cuda", "bf16", g, True)))
+    peer = [(f"torch {m}", lambda p, B, T, m=m: TorchSide(cfg, p, "cuda", m)) for m in args.torch]
+    return peer + out if args.peer_first else out + peer
 
 
-def bench_config(name, args, t_start) -> dict:
+def bench_config(name, args, t_start, save=lambda run: None) -> dict:
+    "Every path of one config; `save(run)` is called with the run so far after each path (the JSON survives a kill)."
     cfg, rc = config(name, args.vocab_size)
     B, T = args.batch_size, cfg.max_seq_len
     params = init_params(cfg, seed=0)
@@ -170,6 +174,8 @@ def bench_config(name, args, t_start) -> dict:
         device_name = torch.cuda.get_device_name(0)
     fpt = flops_per_token(cfg, T)
     res, ref = {}, None
+    run = dict(config=name, model=cfg.to_dict(), recompute=rc, n_params=n_params(cfg), batch_size=B, seq_len=T,
+               flops_per_token=fpt, results=res)
     for label, make in sides_of(cfg, rc, args):
         if time.perf_counter() - t_start > args.budget_s:
             res[label] = dict(skipped=f"time budget of {args.budget_s:.0f} s spent"); continue
@@ -204,8 +210,8 @@ def bench_config(name, args, t_start) -> dict:
         r = res[label]
         print(f"  {name} {label}: " + (f"{r['tokens_per_s']:,.0f} tok/s, MFU {100 * (r['mfu'] or 0):.1f}%" if "tokens_per_s" in r
                                        else r.get("error") or r.get("skipped")), flush=True)
-    return dict(config=name, model=cfg.to_dict(), recompute=rc, n_params=n_params(cfg), batch_size=B, seq_len=T,
-                flops_per_token=fpt, results=res)
+        save(run)
+    return run
 
 
 COLS = [("config", "config", ""), ("params", "params", ","), ("path", "path", ""), ("unit", "unit", ""),
@@ -218,7 +224,7 @@ def rows_of(runs) -> list[dict]:
     for r in runs:
         best = max((v["tokens_per_s"] for k, v in r["results"].items() if k.startswith("torch") and "tokens_per_s" in v), default=None)
         for k, v in r["results"].items():
-            row = dict(config=r["config"] + (" (recompute)" if r["recompute"] and k.startswith("mint") else ""),
+            row = dict(config=r["config"] + (" (recompute)" if (r["recompute"] or k.endswith(" recompute")) and k.startswith("mint") else ""),
                        params=r["n_params"], path=v.get("name", k), unit=v.get("unit"))
             if "tokens_per_s" in v:
                 row.update(tps=v["tokens_per_s"], ms=v["step_ms"], mfu=None if v["mfu"] is None else 100 * v["mfu"],
@@ -237,7 +243,11 @@ def main(argv=None):
                     help="Mint's paths: fp32 hand GEMM, fp32 cuBLAS TF32, bf16 with each --bf16-gemm provider")
     ap.add_argument("--bf16-gemm", nargs="+", default=["cublas-bf16", "tc", "cublas-tf32"],
                     help="GEMM providers for Mint bf16 (those missing from this checkout are recorded as missing)")
+    ap.add_argument("--recompute-too", action="store_true",
+                    help="also run Mint bf16 with the first --bf16-gemm provider and --recompute (configs that do not recompute already)")
     ap.add_argument("--torch", nargs="+", default=["fp32", "tf32", "compile", "bf16"], choices=["fp32", "tf32", "compile", "bf16"])
+    ap.add_argument("--peer-first", action="store_true", help="run PyTorch's paths before Mint's (a --budget-s cut then keeps the peer; "
+                    "the first losses are checked against PyTorch's first path instead of Mint fp32's)")
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--vocab-size", type=int, default=PD_VOCAB)
     ap.add_argument("--steps", type=int, default=20, help="timed steps per round")
@@ -255,15 +265,24 @@ def main(argv=None):
     host = benchlib.host_info(args.device)
     print(f"device: {host['device']}; torch {host['torch']}, numba-cuda {host['numba_cuda']}; batch {args.batch_size}", flush=True)
     t_start = time.perf_counter()
-    runs = [bench_config(n, args, t_start) for n in args.configs]
     date = datetime.datetime.now(datetime.timezone.utc)
-    doc = dict(bench="scale", date=date.isoformat(timespec="seconds"), device=args.device, host=host, lr=LR,
-               args={k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in vars(args).items()}, runs=runs)
     out = Path(args.out) if args.out else benchlib.RESULTS
     out.mkdir(parents=True, exist_ok=True)
     dev = (host.get("gpu") or "cpu").split()[-1].lower() if args.device == "cuda" else "cpu"
     path = out / f"scale_{dev}_{date:%Y-%m-%dT%H%M}.json"
-    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False))
+    runs = []
+
+    def save(run=None):
+        "Write the JSON with every row so far (called after each path, so a killed run keeps what it measured)."
+        done = runs + ([run] if run is not None else [])
+        doc = dict(bench="scale", date=date.isoformat(timespec="seconds"), device=args.device, host=host, lr=LR,
+                   args={k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in vars(args).items()},
+                   complete=run is None, runs=done)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False)); tmp.replace(path)
+
+    for n in args.configs: runs.append(bench_config(n, args, t_start, save))
+    save()
     print(f"\nrecorded in {path}\n")
     print(f"{host['device']}, {date:%Y-%m-%d}, batch {args.batch_size}, {args.steps} steps × {args.rounds} rounds (best round):")
     print(benchlib.table(rows_of(runs), COLS))

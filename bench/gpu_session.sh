@@ -11,6 +11,9 @@
 #   E: cuBLAS inside CUDA graphs — 20 and 20b executed on the GPU (a cuBLAS GEMM recorded and replayed), the training step
 #      with the cuBLAS providers (bench/bench_train_step.py --gemm), bench/gpu_train_run.py --gemm (GPU = CPU; graph =
 #      kernel by kernel), bench/cublas_decode_check.py (the decode step's graph with cuBLAS in it)
+#   F: flash-tc v2 against v1 and SDPA, and the d768 bf16 step's profile (issue 17, 2026-12-03)
+#   G: chapter 27 on the GPU (175 s) and the d768 bf16 profile after the glue changes (optional, after Y)
+#   Y: glue check, then bench_scale d768 (+recompute, v7) and d1024 (cuBLAS bf16, v7), PyTorch bf16 first in each (~220 s)
 #   T: tensor cores — bench/bench_scale.py (bf16 with v7 / cuBLAS bf16 and flash-tc vs PyTorch bf16 + compile), chapters 24-27
 #   V: GEMM rung v8 (wgmma) — bench/wgmma_probe.py, chapter 24 executed on the GPU
 #   L: the kernel ladders (issue 21 item 8) — nbdev-test --flags gpu on 03, 05, 07, 10, 11: their #| gpu cells sweep
@@ -125,6 +128,46 @@ elif [ "$PART" = S ]; then
   echo "bench_serve: exit $? at ${SECONDS}s"; tail -8 "$L/bench_serve_cuda.log"
   cp bench/results/batch_decode_cuda.jsonl bench/results/serve_cuda.jsonl bench/results/startup_cuda.jsonl "$L/" 2>/dev/null
   tar cf "$OUT/s.tar" -C /tmp slogs 2>/dev/null; ls -la "$OUT"
+elif [ "$PART" = F ]; then
+  # F: tensor-core flash attention v2 (bench/flash_tc_v2.cu: ldmatrix, no transposed shared copies) against v1 (mint.flash_tc)
+  #    and SDPA's flash backend in one process each (4 correctness cases + 2 timings), then where the d768 bf16 step with
+  #    cuBLAS bf16 spends its time (bench/profile_step.py, no CUDA graph), with v2 and with v1; all in $OUT/f.tar
+  L=/tmp/flogs; mkdir -p $L
+  ( time timeout 75 python3 bench/flash_tc_bench.py --quick --cu bench/flash_tc_v2.cu --max-registers 168 --out $L/flash_tc_v2.json ) > $L/flash_v2.log 2>&1
+  echo "v2 bench rc $? at ${SECONDS}s"; tail -9 $L/flash_v2.log
+  ( time timeout 75 python3 bench/flash_tc_bench.py --quick --out $L/flash_tc_v1.json ) > $L/flash_v1.log 2>&1
+  echo "v1 bench rc $? at ${SECONDS}s"; tail -4 $L/flash_v1.log
+  ( time timeout 70 python3 bench/profile_step.py --preset d768 --precision bf16 --gemm cublas-bf16 --cu bench/flash_tc_v2.cu \
+      --max-registers 168 --out $L ) > $L/prof_d768_v2.log 2>&1
+  echo "profile v2 rc $? at ${SECONDS}s"; head -24 $L/prof_d768_v2.log | cut -c1-150
+  left=$((285 - SECONDS)); [ $left -gt 40 ] && ( time timeout $left python3 bench/profile_step.py --preset d768 --precision bf16 \
+      --gemm cublas-bf16 --out $L ) > $L/prof_d768_v1.log 2>&1
+  echo "profile v1 at ${SECONDS}s"; head -12 $L/prof_d768_v1.log | cut -c1-150
+  tar cf "$OUT/f.tar" -C /tmp flogs; ls -la "$OUT"
+elif [ "$PART" = G ]; then
+  # G (issue 17; optional, after Y, about 230 s): chapter 27 executed on the GPU with time enough (its #| gpu cells —
+  #    recompute bit-identity on the device for every provider, d1024 memory held with and without --recompute — have
+  #    never completed: the 2026-12-02 evening lease's 90 s limit killed the run; run_notebooks skips no notebook),
+  #    then the d768 bf16 step's profile after the glue changes (bench/profile_step.py); $OUT/g.tar
+  L=/tmp/glogs; mkdir -p $L
+  ( time timeout 175 python3 tools/run_notebooks.py nbs/27_recompute.ipynb --timeout 170 ) > $L/run_notebooks_27.log 2>&1
+  echo "chapter 27 rc $? at ${SECONDS}s"; grep -v WARNING $L/run_notebooks_27.log | tail -4
+  ( time timeout 50 python3 bench/profile_step.py --preset d768 --precision bf16 --gemm cublas-bf16 --out $L ) > $L/prof_d768.log 2>&1
+  echo "profile rc $? at ${SECONDS}s"; head -16 $L/prof_d768.log | cut -c1-150
+  tar cf "$OUT/g.tar" nbs/27_recompute.ipynb -C /tmp glogs 2>/dev/null; ls -la "$OUT"
+elif [ "$PART" = Y ]; then
+  # Y (issue 17, for the final session, about 220 s): what the tc helper of 2026-12-03 could not measure (its second and
+  #    third device calls got no machine). First the glue kernels changed that day, checked exactly against NumPy on the
+  #    GPU (bench/glue_check.py: add/copy/fill without index division, cuBLAS's bias start, RoPE, to_bf16 in pairs);
+  #    then bench_scale with PyTorch bf16 + compile first in each config (a cut keeps the peer): d768 (Mint bf16 cuBLAS
+  #    bf16, the same with --recompute for its peak memory, Mint's own v7 + flash-tc v2), then d1024/18 layers
+  #    (--recompute; cuBLAS bf16, then v7 if the budget is left). The JSON is rewritten after every path; $OUT/y.tar
+  L=/tmp/ylogs; mkdir -p $L
+  ( time timeout 30 python3 bench/glue_check.py ) > $L/glue_check.log 2>&1; echo "glue rc $? at ${SECONDS}s"; tail -11 $L/glue_check.log
+  ( time timeout 185 python3 bench/bench_scale.py --configs d768 d1024 --mint bf16 --bf16-gemm cublas-bf16 tc --torch bf16 \
+      --peer-first --recompute-too --steps 3 --rounds 2 --budget-s 165 --out $L ) > $L/bench_scale.log 2>&1
+  echo "bench_scale rc $? at ${SECONDS}s"; tail -16 $L/bench_scale.log
+  tar cf "$OUT/y.tar" -C /tmp ylogs; ls -la "$OUT"
 elif [ "$PART" = T ]; then
   # T: tensor cores (issue 17), one lease: bench/bench_scale.py (Mint bf16 with the tensor-core GEMMs v7 and cuBLAS bf16
   #    and the tensor-core flash attention, Mint TF32, against PyTorch bf16 autocast + torch.compile + fused Adam), then

@@ -6,7 +6,7 @@ import ctypes, ctypes.util, functools
 import numpy as np
 from .core import simulator_enabled, no_gpu_reason  # before numba: without a GPU it switches the simulator on
 from numba import cuda
-from .kernels import check_args, gemm_dims, grid1d, stream_handle
+from .kernels import check_args, gemm_dims, rows_grid, stream_handle
 
 # %% auto #0
 __all__ = ['CUBLAS_WORKSPACE', 'OP_N', 'OP_T', 'R_32F', 'R_16BF', 'GEMM_DEFAULT', 'COMPUTE', 'bias_rows_kernel', 'load_cublas',
@@ -15,12 +15,11 @@ __all__ = ['CUBLAS_WORKSPACE', 'OP_N', 'OP_T', 'R_32F', 'R_16BF', 'GEMM_DEFAULT'
 # %% ../nbs/20a_cublas.ipynb #9a4c00ba
 @cuda.jit(cache=True)
 def bias_rows_kernel(C, bias):
-    "C[r, c] = bias[c] for every row: the β = 1 start of a cuBLAS GEMM with bias; grid-strided over C."
-    N = C.shape[1]
-    i = cuda.grid(1)
-    while i < C.shape[0] * N:
-        C[i // N, i % N] = bias[i % N]
-        i += cuda.gridsize(1)
+    "C[r, c] = bias[c] for every row: the β = 1 start of a cuBLAS GEMM with bias; blocks stride over the rows, threads along a row (launch `rows_grid(M, N)`: no index division)."
+    M, N = C.shape
+    for r in range(cuda.blockIdx.x, M, cuda.gridDim.x):
+        for c in range(cuda.threadIdx.x, N, cuda.blockDim.x):
+            C[r, c] = bias[c]
 
 # %% ../nbs/20a_cublas.ipynb #d76acb31
 CUBLAS_WORKSPACE = 32 << 20                 # bytes of workspace per handle (what PyTorch gives cuBLAS on Hopper)
@@ -100,7 +99,7 @@ def cublas_gemm(a, b, out, bias, trans_a: bool, trans_b: bool, mode: str = "fp32
     dtype, compute = (R_16BF, COMPUTE["fp32"]) if bf16_in else (R_32F, COMPUTE[mode])   # bf16 operands: fp32 compute
     ptr = lambda x: x.device_ctypes_pointer.value or 0
     stream = stream_handle()
-    if bias is not None: bias_rows_kernel[grid1d(M * N)](out, bias)
+    if bias is not None: bias_rows_kernel[rows_grid(M, N)](out, bias)
     h = _cublas_handle(stream)
     # column-major view: Cᵀ[N,M] = op(B)ᵀ·op(A)ᵀ, so B goes first, each with its own flag; α, β are read on the host
     _check_cublas(lib.cublasGemmEx(h, OP_T if trans_b else OP_N, OP_T if trans_a else OP_N, N, M, K,

@@ -182,10 +182,14 @@ def as_3d(*arrays) -> list:
 def fill_kernel(a, value):
     "a[i, j, k] = value for a 3-D array (grid-stride over the elements in row-major order)."
     I, J, K = a.shape
+    if I * J == 1:                                       # one axis (as_3d of a contiguous array): no index division
+        for k in range(cuda.grid(1), K, cuda.gridsize(1)): a[0, 0, k] = value
+        return
     for i in range(cuda.grid(1), I * J * K, cuda.gridsize(1)):
-        k = i % K
-        r = i // K
-        a[r // J, r % J, k] = value
+        r = i // K                                       # two 64-bit divisions per element, not four
+        k = i - r * K
+        ii = r // J
+        a[ii, r - ii * J, k] = value
 
 def fill(a, value):
     "a[...] = value in place for a NumPy or device array of any dtype and shape (device views may be strided). Returns `a`."
@@ -201,19 +205,28 @@ def fill(a, value):
 def copy_kernel(src, dst):
     "dst[i, j, k] = src[i, j, k] for 3-D arrays of one shape (grid-stride, row-major)."
     I, J, K = dst.shape
+    if I * J == 1:                                       # one axis: no index division
+        for k in range(cuda.grid(1), K, cuda.gridsize(1)): dst[0, 0, k] = src[0, 0, k]
+        return
     for i in range(cuda.grid(1), I * J * K, cuda.gridsize(1)):
-        k = i % K
         r = i // K
-        dst[r // J, r % J, k] = src[r // J, r % J, k]
+        k = i - r * K
+        ii = r // J
+        dst[ii, r - ii * J, k] = src[ii, r - ii * J, k]
 
 @cuda.jit(cache=True)
 def add_kernel(a, b, out):
     "out = a + b for 3-D arrays of one shape (grid-stride, row-major); out may be a or b."
     I, J, K = out.shape
+    if I * J == 1:                                       # one axis (the residual adds of the training step): no index division
+        for k in range(cuda.grid(1), K, cuda.gridsize(1)): out[0, 0, k] = a[0, 0, k] + b[0, 0, k]
+        return
     for i in range(cuda.grid(1), I * J * K, cuda.gridsize(1)):
-        k = i % K
         r = i // K
-        out[r // J, r % J, k] = a[r // J, r % J, k] + b[r // J, r % J, k]
+        k = i - r * K
+        ii = r // J
+        j = r - ii * J
+        out[ii, j, k] = a[ii, j, k] + b[ii, j, k]
 
 @cuda.jit(cache=True)
 def swap01_kernel(src, dst):
@@ -353,10 +366,10 @@ def block_sum_y(buf, value):
 COL_BX, COL_MAX_BY = 8, 128        # column reductions: 8 columns a block (a row's 32-byte sector), up to 128 row lanes
 COL_SLOTS = COL_BX * COL_MAX_BY     # their shared buffer's length (a shared shape must be a constant)
 
-def column_block(n_cols: int, n_rows: int, rows_per_thread: int = 32) -> tuple:
-    "`launch` of a column reduction over `n_rows` rows (`block_sum_y`): blocks of (COL_BX, by) threads, by a power of two ≤ COL_MAX_BY that leaves each thread about `rows_per_thread` rows; cdiv(n_cols, COL_BX) blocks."
+def column_block(n_cols: int, n_rows: int, rows_per_thread: int = 32, parts: int = 1) -> tuple:
+    "`launch` of a column reduction over `n_rows` rows (`block_sum_y`): blocks of (COL_BX, by) threads, by a power of two ≤ COL_MAX_BY that leaves each thread about `rows_per_thread` rows; cdiv(n_cols, COL_BX) × `parts` blocks (blockIdx.y: a part of the rows, `n_rows` each)."
     by = min(COL_MAX_BY, next_pow2(cdiv(max(int(n_rows), 1), rows_per_thread)))
-    return launch((cdiv(n_cols, COL_BX), 1, 1), (COL_BX, by))
+    return launch((cdiv(n_cols, COL_BX), int(parts), 1), (COL_BX, by))
 
 def reduction_block(fn: str, threads: int | None = None, default: int = THREADS, limit: int = 1024) -> int:
     "Threads per block for a kernel that calls block_sum/block_max: `threads` or `default`; ValueError naming `fn` unless a power of two in [1, limit] (`limit`: the kernel's shared buffer length)."

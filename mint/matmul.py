@@ -5,7 +5,7 @@
 # %% ../nbs/04_matmul.ipynb #b42d86e4
 from __future__ import annotations
 from .core import on_device, cdiv  # before numba: without a GPU it switches the simulator on
-import functools
+import functools, threading
 import numpy as np
 from numba import cuda, float32
 from .kernels import factory_jit, check_args, grid2d, block_sum_y, column_block, COL_BX, COL_SLOTS, gemm_dims
@@ -13,8 +13,8 @@ from .gemm import launch_gemm   # training's GEMM (chapter 20): v5, cuBLAS or th
 
 # %% auto #0
 __all__ = ['TILE', 'gemm_kernel', 'FEW_ROWS', 'matmul_ref', 'linear_forward_ref', 'linear_backward_ref', 'make_gemm_kernel',
-           'matmul', 'linear_few_rows_cpu', 'linear_forward', 'bias_grad_kernel', 'bias_grad', 'linear_backward',
-           'gemm_playground', 'gemm_summary', 'gemm_widget']
+           'matmul', 'linear_few_rows_cpu', 'linear_forward', 'bias_grad_kernel', 'bias_part_kernel', 'bias_grad',
+           'linear_backward', 'gemm_playground', 'gemm_summary', 'gemm_widget']
 
 # %% ../nbs/04_matmul.ipynb #14d49769
 _gemm_dims = gemm_dims   # the operand check every GEMM entry shares (chapter 03, `mint.kernels.gemm_dims`)
@@ -152,13 +152,51 @@ def bias_grad_kernel(dy, db):
     if ty == 0 and col < db.shape[0]:
         db[col] = total
 
+# %% ../nbs/04_matmul.ipynb #7908bbd8
+@cuda.jit(cache=True)
+def bias_part_kernel(dy, part):
+    "part[p, j] = Σ dy[n, j] over the p-th of part.shape[0] consecutive row ranges (blockIdx.y = p); launch `column_block(out, rows per part, parts=P)`."
+    buf = cuda.shared.array(COL_SLOTS, float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    col = cuda.blockIdx.x * COL_BX + tx
+    rows = (dy.shape[0] + part.shape[0] - 1) // part.shape[0]
+    r0 = cuda.blockIdx.y * rows
+    acc = float32(0.0)
+    if col < dy.shape[1]:
+        for n in range(r0 + ty, min(r0 + rows, dy.shape[0]), cuda.blockDim.y):
+            acc += dy[n, col]
+    total = block_sum_y(buf, acc)          # every thread calls it: its barriers wait for the whole block
+    if ty == 0 and col < part.shape[1]:
+        part[cuda.blockIdx.y, col] = total
+
+# %% ../nbs/04_matmul.ipynb #4c5a71c0
+_PARTS: dict = {}        # (GPU, thread) -> float32 scratch of bias_grad's partial sums
+_OUTGROWN_PARTS: list = []
+
+def _bias_parts(P: int, O: int):
+    "A [P, O] float32 scratch, one per GPU and thread, grown to the largest seen (the training engine's warm-up step sees the largest, so a CUDA-graph capture allocates nothing; an outgrown one is kept: a recorded graph may still write it)."
+    key = (getattr(cuda.get_current_device(), "id", 0), threading.get_ident())
+    buf = _PARTS.get(key)
+    if buf is None or buf.size < P * O:
+        if buf is not None: _OUTGROWN_PARTS.append(buf)
+        buf = _PARTS[key] = cuda.device_array(P * O, np.float32)
+    return buf[:P * O].reshape(P, O)
+
 # %% ../nbs/04_matmul.ipynb #068dbd19
-def bias_grad(dy, out=None):
-    "db = Σ_rows dy: dy [N,out] -> db [out]; NumPy or device (shared-memory column-sum reduction)."
+def bias_grad(dy, out=None, parts: int | None = None):
+    "db = Σ_rows dy: dy [N,out] -> db [out]; NumPy or device (shared-memory column-sum reduction; over `parts` row ranges first, default ⌈N/1024⌉ ≤ 16, then over their sums)."
     if not check_args("bias_grad", dy=(dy, ("N", "O"), np.floating), out=(out, ("O",), dy.dtype.type), outs=("out",)):
         return np.sum(dy, axis=0, out=out)
     if out is None: out = cuda.device_array(dy.shape[1], dtype=np.float32)
-    bias_grad_kernel[column_block(dy.shape[1], dy.shape[0])](dy, out)
+    N, O = dy.shape
+    P = min(16, cdiv(N, 1024)) if parts is None else int(parts)
+    if P <= 1:
+        bias_grad_kernel[column_block(O, N)](dy, out)
+        return out
+    part = _bias_parts(P, O)
+    bias_part_kernel[column_block(O, cdiv(N, P), parts=P)](dy, part)
+    bias_grad_kernel[column_block(O, P)](part, out)
     return out
 
 # %% ../nbs/04_matmul.ipynb #6c6d7de6

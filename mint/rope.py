@@ -108,21 +108,20 @@ def rope_rows_cpu(x, pos, cos, sin, out, sign):
 # %% ../nbs/06_rope.ipynb #06306722
 @cuda.jit(cache=True)
 def rope_kernel(x, pos, inv_freq, out, sign):
-    "out[n,h,(p, p+hd/2)] = R(sign·pos[n]·inv_freq[p]) · x[n,h,(p, p+hd/2)], grid-stride over the (n, h, p); out may be x."
+    "out[n,h,(p, p+hd/2)] = R(sign·pos[n]·inv_freq[p]) · x[n,h,(p, p+hd/2)], grid-stride over the (n, p), every head h in a loop; out may be x."
     H = x.shape[1]
     half = x.shape[2] // 2
-    for i in range(cuda.grid(1), x.shape[0] * H * half, cuda.gridsize(1)):
-        p = i % half
-        nh = i // half
-        h = nh % H
-        n = nh // H
+    for i in range(cuda.grid(1), x.shape[0] * half, cuda.gridsize(1)):
+        n = i // half           # one index division per (n, p), not four per element
+        p = i - n * half
         theta = float64(pos[n]) * inv_freq[p]
-        c = float32(math.cos(theta))
+        c = float32(math.cos(theta))      # the angle does not depend on the head: once for all H
         s = float32(sign * math.sin(theta))
-        a = x[n, h, p]          # both inputs in registers before either output is written: in-place safe
-        b = x[n, h, p + half]
-        out[n, h, p] = a * c - b * s
-        out[n, h, p + half] = a * s + b * c
+        for h in range(H):
+            a = x[n, h, p]      # both inputs in registers before either output is written: in-place safe
+            b = x[n, h, p + half]
+            out[n, h, p] = a * c - b * s
+            out[n, h, p + half] = a * s + b * c
 
 # %% ../nbs/06_rope.ipynb #0eeff7c0
 @functools.lru_cache(maxsize=None)
@@ -145,7 +144,7 @@ def _rope_launch(x, pos, out, sign: float):
     if out is None: out = cuda.device_array(x.shape, dtype=np.float32)
     d_pos = pos if on_device(pos) else cuda.to_device(pos)
     N, H, hd = x.shape
-    if x.size: rope_kernel[grid1d(N * H * (hd // 2))](x, d_pos, rope_freqs_device(hd), out, float(sign))
+    if x.size: rope_kernel[grid1d(N * (hd // 2))](x, d_pos, rope_freqs_device(hd), out, float(sign))
     return out
 
 # %% ../nbs/06_rope.ipynb #96d2cd92

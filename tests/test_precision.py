@@ -120,6 +120,8 @@ def test_bench_scale_runs_on_the_cpu(tmp_path):
                         "--steps", "1", "--rounds", "1", "--out", str(tmp_path)], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     (path,) = tmp_path.glob("scale_cpu_*.json")
-    res = json.loads(path.read_text())["runs"][0]["results"]
+    doc = json.loads(path.read_text())
+    res = doc["runs"][0]["results"]
+    assert doc["complete"] and not list(tmp_path.glob("*.tmp"))     # rewritten after every path; complete at the end
     assert set(res) == {"mint fp32", "mint bf16", "torch fp32"} and all(v["loss_check"] for v in res.values())
     assert "| tiny |" in r.stdout and "Mint bf16 (NumPy emulation)" in r.stdout

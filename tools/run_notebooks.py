@@ -90,8 +90,8 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT))
     from mint.core import gpu_available                     # also switches the simulator on here when there is no GPU
     skip = set(a.skip.split()) | (set() if gpu_available() else {"gpu"})
-    print(f"run_notebooks: {len(paths)} notebook(s), {a.jobs} at a time; not run (outputs kept): "
-          f"{', '.join(sorted(skip | {'eval: false'}))}")
+    print(f"run_notebooks: {len(paths)} notebook(s), {a.jobs} at a time; every cell runs except cells marked "
+          f"{', '.join('#| ' + f for f in sorted(skip | {'eval: false'}))} (their stored outputs are kept)")
     t0, failed = time.time(), []
     with ThreadPoolExecutor(a.jobs) as ex:
         for path, secs, err in ex.map(lambda p: run_one(p, skip, a.timeout), paths):

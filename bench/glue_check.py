@@ -1,0 +1,80 @@
+"""The glue kernels on a GPU, checked exactly against NumPy at the d768 step's shapes: `add`, `copy`, `fill` (the flat
+path of a contiguous array and the divided path of strided views) and the cuBLAS providers' bias start
+(`mint.cublas.bias_rows_kernel`, through `launch_gemm` with a bias), RoPE against its reference, to_bf16 (two elements a thread where the size is even and aligned) bit for bit, and bias_grad (row parts, then their sum) against a float64 sum, each also timed (ms, the median of 20 launches).
+
+    python bench/glue_check.py          # needs a CUDA GPU; exit 1 if any check fails"""
+import sys, time
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchlib  # noqa: E402,F401  (puts the repo root on sys.path)
+import numpy as np  # noqa: E402
+from numba import cuda  # noqa: E402
+from mint.kernels import add, copy, fill  # noqa: E402
+from mint.gemm import gemm_provider, launch_gemm, GEMM_PROVIDERS  # noqa: E402
+
+
+def ms(fn, n=20):
+    if simulator_enabled(): n = 1
+    fn(); cuda.synchronize(); ts = []
+    for _ in range(n):
+        t0 = time.perf_counter(); fn(); cuda.synchronize(); ts.append(time.perf_counter() - t0)
+    return 1e3 * float(np.median(ts))
+
+
+rng = np.random.default_rng(0)
+from mint.core import simulator_enabled  # noqa: E402
+N, d = (96, 128) if simulator_enabled() else (32 * 512, 768)     # the simulator: a small run of the same checks
+H = d // 64
+a, b = (rng.standard_normal((N, d)).astype(np.float32) for _ in range(2))
+da, db, do = cuda.to_device(a), cuda.to_device(b), cuda.device_array((N, d), np.float32)
+ok = True
+def check(name, got, want, t):
+    global ok
+    good = np.array_equal(got, want); ok &= good
+    gb = want.nbytes * (3 if name.startswith("add") else 2) / 1e9
+    print(f"{name:34s} {'exact' if good else 'WRONG'}  {t:.3f} ms  ({gb / max(t, 1e-9):.2f} TB/s of its tensors)", flush=True)
+check(f"add, contiguous [{N}, {d}]", (add(da, db, do), do.copy_to_host())[1], a + b, ms(lambda: add(da, db, do)))
+s3a, s3b = da.reshape(N, H, 64), db.reshape(N, H, 64)
+o3 = cuda.to_device(np.zeros((N, H, 64), np.float32))
+add(s3a[:, 1:], s3b[:, 1:], o3[:, 1:]); w = np.zeros((N, H, 64), np.float32); w[:, 1:] = (a + b).reshape(N, H, 64)[:, 1:]
+check("add, strided view [N, H-1, 64]", o3.copy_to_host(), w, ms(lambda: add(s3a[:, 1:], s3b[:, 1:], o3[:, 1:])))
+check("copy, contiguous", (copy(da, do), do.copy_to_host())[1], a, ms(lambda: copy(da, do)))
+check("fill, contiguous", (fill(do, 0.25), do.copy_to_host())[1], np.full((N, d), 0.25, np.float32), ms(lambda: fill(do, 0.25)))
+bias = rng.standard_normal(3 * d).astype(np.float32)
+x16 = rng.integers(0, 1, (N, d)).astype(np.float32)                       # zero operands: the product is exactly the bias
+w = np.zeros((3 * d, d), np.float32)
+dx, dw, dbias, dout = cuda.to_device(x16), cuda.to_device(w), cuda.to_device(bias), cuda.device_array((N, 3 * d), np.float32)
+if simulator_enabled():                                                   # no cuBLAS: the bias start alone
+    from mint.cublas import bias_rows_kernel
+    from mint.kernels import rows_grid
+    bias_rows_kernel[rows_grid(N, 3 * d)](dout, dbias)
+    check("bias_rows_kernel", dout.copy_to_host(), np.broadcast_to(bias, (N, 3 * d)), 0.0)
+for prov in [p for p in ("cublas-tf32", "cublas") if p in GEMM_PROVIDERS and not simulator_enabled()]:
+    with gemm_provider(prov):
+        launch_gemm(dx, dw, dout, dbias, False, True)
+        check(f"{prov} GEMM with bias (bias_rows)", dout.copy_to_host(), np.broadcast_to(bias, (N, 3 * d)),
+              ms(lambda: launch_gemm(dx, dw, dout, dbias, False, True)))
+from mint.rope import rope_forward, rope_forward_ref       # noqa: E402
+xq = rng.standard_normal((N, H, 64)).astype(np.float32)
+pos = (np.arange(N) % 512).astype(np.int32)
+dxq, dpos, drot = cuda.to_device(xq), cuda.to_device(pos), cuda.device_array((N, H, 64), np.float32)
+got = (rope_forward(dxq, dpos, out=drot), drot.copy_to_host())[1]
+err = float(np.abs(got - rope_forward_ref(xq, pos)).max()); ok &= err < 1e-5
+print(f"{f'rope [{N}, {H}, 64]':34s} max |err| vs reference {err:.1e}  {ms(lambda: rope_forward(dxq, dpos, out=drot)):.3f} ms", flush=True)
+from mint.precision import to_bf16, to_bf16_ref         # noqa: E402
+edge = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1 + 2**-8, 1 + 3 * 2**-8, 3.4e38, 1e-45], np.float32)
+xb = np.concatenate([a.ravel()[:-edge.size], edge]).reshape(N, d)       # ties, NaNs, infinities, the largest, subnormals
+dxb, d16 = cuda.to_device(xb), cuda.device_array((N, d), np.uint16)
+check("to_bf16, pairs (even size)", (to_bf16(dxb, d16), d16.copy_to_host())[1], to_bf16_ref(xb), ms(lambda: to_bf16(dxb, d16)))
+odd = cuda.device_array(N * d - 1, np.uint16)
+check("to_bf16, one at a time (odd size)", (to_bf16(dxb.reshape(N * d)[1:], odd), odd.copy_to_host())[1], to_bf16_ref(xb.ravel()[1:]),
+      ms(lambda: to_bf16(dxb.reshape(N * d)[1:], odd)))
+from mint.matmul import bias_grad                          # noqa: E402
+gb = cuda.device_array(d, np.float32)
+g1 = bias_grad(da, out=gb).copy_to_host(); g2 = bias_grad(da, out=gb).copy_to_host()
+err = float(np.linalg.norm(g1 - a.astype(np.float64).sum(0)) / np.linalg.norm(a.astype(np.float64).sum(0)))
+ok &= err < 1e-5 and np.array_equal(g1, g2)
+print(f"{f'bias_grad [{N}, {d}]':34s} rel err {err:.1e}, same bits twice {np.array_equal(g1, g2)}  "
+      f"{ms(lambda: bias_grad(da, out=gb)):.3f} ms", flush=True)
+print("glue check", "passed" if ok else "FAILED")
+sys.exit(0 if ok else 1)
