@@ -12,9 +12,9 @@ from numba import cuda
 from .kernels import launch, check_args, gemm_dims, grid1d, grid2d, scratch
 
 # %% auto #0
-__all__ = ['MMA_SHAPES', 'TC_COMMON', 'TC_V6', 'TC_V7_LOAD', 'TC_V7_MAIN', 'SHARED_BYTES_MAX', 'V7_TILES', 'TC_V8', 'V8_STAGES',
-           'V8_SPEED', 'frag_maps', 'mma_emulate', 'warp_gemm_emulate', 'ldmatrix_emulate', 'a_frag_rows',
-           'b_frag_rows', 'TcConfig', 'tc_source', 'make_tc_kernel', 'round_bf16_kernel', 'round_bf16',
+__all__ = ['MMA_SHAPES', 'TC_COMMON', 'TC_V6', 'TC_V7_LOAD', 'TC_V7_MAIN', 'SHARED_BYTES_MAX', 'V7_TILES', 'TC_V8_LOAD',
+           'TC_V8_MAIN', 'V8_STAGES', 'V8_SPEED', 'frag_maps', 'mma_emulate', 'warp_gemm_emulate', 'ldmatrix_emulate',
+           'a_frag_rows', 'b_frag_rows', 'TcConfig', 'tc_source', 'make_tc_kernel', 'round_bf16_kernel', 'round_bf16',
            'pick_tc_config', 'tc_gemm', 'tc_problem', 'tc_check', 'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm',
            'v8_shared_bytes', 'v8_plan', 'sum_splits_kernel', 'v8_fits']
 
@@ -395,7 +395,7 @@ def tc_source(version: int, tf32: bool = False, cfg: TcConfig | None = None, tra
     elif version == 8:
         name = f"mint_tc_v8_{bn}_s{V8_STAGES[bn]}_{'t' if trans_a else 'n'}{'t' if trans_b else 'n'}"
         head = "".join(f"#define MINT_{k} {v}\n" for k, v in dict(V8=1, BN=bn, STAGES=V8_STAGES[bn], TA=int(trans_a), TB=int(trans_b)).items())
-        return name, f"#define MINT_NAME {name}\n" + head + TC_COMMON + wgmma_asm(bn) + TC_V8
+        return name, f"#define MINT_NAME {name}\n" + head + TC_COMMON + wgmma_asm(bn) + TC_V8_LOAD + TC_V8_MAIN
     else: raise ValueError(f"version must be 6, 7 or 8, got {version!r}")
     return name, f"#define MINT_NAME {name}\n" + head + TC_COMMON + TC_V6 + TC_V7_LOAD + TC_V7_MAIN
 
@@ -587,7 +587,7 @@ def wgmma_asm(n: int) -> str:
             f'               : "l"(da), "l"(db), "r"(1), "n"(MINT_TA), "n"(MINT_TB ? 0 : 1));\n}}\n#endif\n')
 
 # %% ../nbs/24_tensor_cores.ipynb #bd2a731f
-TC_V8 = r"""
+TC_V8_LOAD = r"""
 #ifdef MINT_V8
 // v8: Hopper's warpgroup MMA. A block of two warpgroups (256 threads) computes 128 x BN of C; each warpgroup 64 x BN
 // with `wgmma.mma_async.m64nBNk16`, whose operands the tensor cores read from shared memory through descriptors.
@@ -646,12 +646,16 @@ __device__ __forceinline__ void load_slab8(u32 st, const bf16_t* A, const bf16_t
   if (TA) load_mnmajor<FULL>(st, A, lda, m0, M, k0, K, BM, tid); else load_kmajor<FULL>(st, A, lda, m0, M, k0, K, BM, tid);
   if (TB) load_kmajor<FULL>(st + A_STAGE, B, ldb, n0, N, k0, K, BN, tid); else load_mnmajor<FULL>(st + A_STAGE, B, ldb, n0, N, k0, K, BN, tid);
 }
-
 __device__ __forceinline__ void fence_acc(float* d) {      // keep the compiler off the accumulators while wgmma runs
 #pragma unroll
   for (int i = 0; i < NACC; i++) asm volatile("" : "+f"(d[i]) :: "memory");
 }
+#endif  // MINT_V8
+"""
 
+# %% ../nbs/24_tensor_cores.ipynb #aa82c6ea
+TC_V8_MAIN = r"""
+#ifdef MINT_V8
 // The main loop: STAGES-1 slabs in flight; per slab four wgmma (k = 16 each) issued together, one group kept
 // running while the next slab is waited for; the stage the finished group read is refilled.
 // k runs over [k0, K): a split of the k range (split-K), or all of it.
