@@ -8,7 +8,7 @@ import functools
 import numpy as np
 from .core import cdiv, rel_error, simulator_enabled  # before numba: without a GPU it switches the simulator on
 from numba import cuda, float32
-from .kernels import launch, grid2d, check_args, gemm_dims, time_device
+from .kernels import launch, grid2d, check_args, gemm_dims, time_device, factory_jit
 from .cublas import cublas_gemm
 from .matmul import make_gemm_kernel   # v2, chapter 04's kernel
 from .gemm import GemmConfig, GEMM_PROVIDERS, KERNELS_MADE, V5_TILES, V5_TILES_SIM, pick_config, run_v5   # chapter 20
