@@ -989,6 +989,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'mint.tensor_cores.TcConfig.threads': ('tensor_cores.html#tcconfig.threads', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores._aligned16': ('tensor_cores.html#_aligned16', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores._allow_shared': ('tensor_cores.html#_allow_shared', 'mint/tensor_cores.py'),
+                                   'mint.tensor_cores._hopper': ('tensor_cores.html#_hopper', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores._ld': ('tensor_cores.html#_ld', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores._scratch': ('tensor_cores.html#_scratch', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores._sm_count': ('tensor_cores.html#_sm_count', 'mint/tensor_cores.py'),

@@ -762,7 +762,12 @@ def _aligned16(x, extent: int) -> bool:
     item = np.dtype(x.dtype).itemsize
     return x.device_ctypes_pointer.value % 16 == 0 and (x.strides[0] // item) % 8 == 0 and extent % 8 == 0
 
+@functools.lru_cache(maxsize=None)
+def _hopper() -> bool:
+    "The current GPU is compute capability 9.0 (sm_90a: wgmma); asked once, like `_sm_count`."
+    return tuple(cuda.get_current_device().compute_capability) == (9, 0)
+
 def v8_fits(a, b, trans_a: bool, trans_b: bool) -> bool:
     "True when v8 can run this product: a Hopper GPU (sm_90), bf16 operands, every operand row 16-byte aligned (cp.async chunks)."
-    if simulator_enabled() or np.dtype(a.dtype) != np.uint16 or tuple(cuda.get_current_device().compute_capability) != (9, 0): return False
+    if simulator_enabled() or np.dtype(a.dtype) != np.uint16 or not _hopper(): return False
     return _aligned16(a, a.shape[1]) and _aligned16(b, b.shape[1])
