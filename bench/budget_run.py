@@ -3,9 +3,10 @@ measures its own step speed and fits its whole schedule (warmup + cosine, period
 budget; the headline is the validation bits per UTF-8 byte of each side's final weights on the whole validation text.
 
     nice -n 10 python bench/budget_run.py --budget 10m                  # 2-core CPU, tiny, People's Daily
-    python bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --side mint    # one device call
-    python bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --side torch   # another
-    python bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --pair         # the table of both
+    H200="--budget 5m --device cuda --preset medium --batch-size 64 --gemm cublas-tf32 --peer-compile"   # each side's fastest
+    python bench/budget_run.py $H200 --side mint      # one device call
+    python bench/budget_run.py $H200 --side torch     # another
+    python bench/budget_run.py $H200 --pair           # the table of both
 
 `--side mint|torch` runs one side and appends a record with that one row (a 5-minute budget per side and the start-up
 fit one 10-minute device call, both sides do not); `--pair` trains nothing and prints the table of the latest Mint and
@@ -13,14 +14,14 @@ PyTorch rows recorded with the same settings (each row names its host and date: 
 
 Mint runs `mint.pipeline.train_corpus(..., budget=...)` (what `mint train --budget` runs). The peer is
 bench/torch_model.py's `MintTorch` (same initial weights by name, Adam β 0.9/0.999, clip 50, `mint.optim.lr_at`),
-timed the same way (`mint.budget.fit_budget`-style: a throwaway copy for a few steps, then `mint.budget.plan_steps`),
+timed the same way (`mint.budget.fit_budget`-style: a few steps at lr 0 with a throwaway optimizer, then `mint.budget.plan_steps`),
 and re-planned the same way, once, from its own pace at the warmup's end or a fifth of the budget (`mint.budget.replan_steps`,
 the warmup kept). Both
 bits/byte come from `mint.pipeline.bits_summary` on the same validation text. Appends a record to
 bench/results/budget_run.jsonl and prints a table.
 """
 from __future__ import annotations
-import argparse, copy, itertools, json, math, sys, tempfile, time
+import argparse, itertools, json, math, sys, tempfile, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -51,8 +52,12 @@ def torch_run(a, budget_s: float) -> dict:
     tr, va = encode_corpus(train_s, vocab), encode_corpus(val_s, vocab)
     val = list(D.lm_eval_batches(va, B, T))
     model = load_flat(MintTorch(cfg, "sdpa"), init_params(cfg, a.seed), cfg).to(a.device)
+    cuda = a.device == "cuda"
+    if cuda and a.gemm in ("cublas-tf32", "tf32"):     # like with like: the peer's matmuls in TF32 when Mint's are
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    if a.peer_compile: model = torch.compile(model)   # compiled once; its compile time counts against the budget
 
-    def make_opt(m): return torch.optim.Adam(m.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8)
+    def make_opt(m): return torch.optim.Adam(m.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, fused=cuda)
     def step(m, opt, b, lr):
         for g in opt.param_groups: g["lr"] = lr
         loss = loss_of_batch(m, batch_to_torch(b, a.device))
@@ -60,16 +65,19 @@ def torch_run(a, budget_s: float) -> dict:
         torch.nn.utils.clip_grad_norm_(m.parameters(), 50.0); opt.step()
         return loss.item()
     t0 = time.perf_counter()                       # measuring counts against the budget, as in mint.budget
-    probe = copy.deepcopy(model); popt = make_opt(probe)
+    # the probe trains the model itself at lr 0 with a throwaway optimizer (Adam at lr 0 leaves every weight as it is;
+    # the moments go with the optimizer), so a compiled model compiles once, here, inside the budget
+    popt = make_opt(model)
     sample = D.lm_batches(tr, B, T, np.random.default_rng(a.seed + 1))
-    for b in itertools.islice(sample, 3): step(probe, popt, b, 0.0)
+    for b in itertools.islice(sample, 3): step(model, popt, b, 0.0)
     t1, n = time.perf_counter(), 0
     for b in sample:                               # as mint.budget.fit_budget: >= 8 steps and 5% of the budget (<= 30 s)
-        step(probe, popt, b, 0.0); n += 1
+        step(model, popt, b, 0.0); n += 1
         if n >= 8 and time.perf_counter() - t1 >= min(0.05 * budget_s, 30.0): break
     step_s = (time.perf_counter() - t1) / n
-    t2 = time.perf_counter(); evaluate(probe, val, a.device, 2); val_batch_s = (time.perf_counter() - t2) / 2
-    del probe, popt
+    evaluate(model, val, a.device, 1)              # the first validation batch compiles (eval mode), not timed
+    t2 = time.perf_counter(); evaluate(model, val, a.device, 2); val_batch_s = (time.perf_counter() - t2) / 2
+    del popt
     eval_batches = min(16, len(val))
     left = budget_s - (time.perf_counter() - t0)
     S = plan_steps(left, step_s, val_batch_s, 10**9, eval_batches, len(val))
@@ -98,8 +106,9 @@ def torch_run(a, budget_s: float) -> dict:
 
 
 def mint_run(a, budget_s: float) -> dict:
+    from mint.gemm import gemm_provider
     t0 = time.perf_counter()
-    rep = train_corpus("peoples_daily", a.preset, TrainConfig(batch_size=a.batch_size, lr=a.lr, seed=a.seed),
+    with gemm_provider(a.gemm): rep = train_corpus("peoples_daily", a.preset, TrainConfig(batch_size=a.batch_size, lr=a.lr, seed=a.seed),
                        temp_dir() / "run", max_samples=a.max_lines, device=a.device, progress=False,
                        log=lambda *x, **k: None, tokenizer=a.tokenizer, vocab_size=a.vocab_size, budget=budget_s)
     b = rep["budget"]
@@ -125,7 +134,8 @@ def latest_pair(a) -> list[dict]:
     path = benchlib.RESULTS / "budget_run.jsonl"
     for line in path.read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
-        if {k: v for k, v in rec["args"].items() if k not in ("side", "pair")} != settings(a): continue
+        args = {"gemm": "mint", "peer_compile": False, **rec["args"]}      # records from before these options
+        if {k: v for k, v in args.items() if k not in ("side", "pair")} != settings(a): continue
         for r in rec["rows"]: found[r["side"]] = {**r, "side": f"{r['side']} ({rec['date'][:16]}, {rec['host'].get('device', '?')})"}
     missing = [s for s in ("Mint", "PyTorch") if s not in found]
     if missing: raise SystemExit(f"{path}: no {' or '.join(missing)} row recorded with {settings(a)}")
@@ -143,6 +153,9 @@ def main(argv=None):
     ap.add_argument("--vocab-size", type=int, default=None)
     ap.add_argument("--max", type=int, default=None, dest="max_lines", help="first N lines of the corpus (default all)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--gemm", default="mint", choices=["mint", "cublas", "cublas-tf32", "cublas-bf16", "tc"],
+                    help="Mint's GPU matrix products (mint train --gemm); with cublas-tf32 the peer's matmuls are TF32 too")
+    ap.add_argument("--peer-compile", action="store_true", help="torch.compile the peer (its compile time counts against the budget)")
     ap.add_argument("--side", default="both", choices=["both", "mint", "torch"], help="run one side only (one record with its row)")
     ap.add_argument("--pair", action="store_true", help="train nothing: print the latest Mint and PyTorch rows recorded with these settings")
     a = ap.parse_args(argv)

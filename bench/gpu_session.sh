@@ -88,9 +88,10 @@ elif [ "$PART" = YM ] || [ "$PART" = YT ]; then
   # YM, YT (issue 19's headline row, one device call each, ~6 min): the 5-minute budget at medium on the GPU, Mint (YM)
   #    or the PyTorch peer (YT), same data, char tokenizer and batch; each appends its row to budget_run.jsonl, copied
   #    to $OUT; then on the development machine: append both records to bench/results/budget_run.jsonl and run
-  #    python bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --pair
+  #    python bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --gemm cublas-tf32 --peer-compile --pair
+#    (each side's fastest: Mint with cuBLAS TF32, the peer TF32 + fused Adam + torch.compile, its compile inside the budget)
   side=$([ "$PART" = YM ] && echo mint || echo torch)
-  ( time timeout 480 python3 bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --side $side ) > "$OUT/budget_$side.log" 2>&1
+  ( time timeout 480 python3 bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --gemm cublas-tf32 --peer-compile --side $side ) > "$OUT/budget_$side.log" 2>&1
   tail -6 "$OUT/budget_$side.log"; tail -1 bench/results/budget_run.jsonl > "$OUT/budget_run_$side.jsonl"; ls -la "$OUT"
 elif [ "$PART" = X ]; then
   # X: the two ladders W stopped in (03, 11) again after their fixes, and issue 18 on the GPU: bench_decode, bench_serve
