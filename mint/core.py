@@ -188,9 +188,9 @@ def use_simulator_without_gpu() -> bool:
               "import mint first, or set NUMBA_ENABLE_CUDASIM=1 before starting Python", file=sys.stderr)
         return False
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
-    if _in_ipython():
+    if _in_ipython():   # said once, in the terminal of the Jupyter server: a notebook's outputs stay the same on every machine
         print("mint: no CUDA GPU here, so kernels run in numba's CUDA simulator (small shapes only; `#| gpu` cells skip "
-              "themselves). NUMBA_ENABLE_CUDASIM=0 turns this off.")
+              "themselves). NUMBA_ENABLE_CUDASIM=0 turns this off.", file=sys.__stderr__)
     return True
 
 # %% ../nbs/00_core.ipynb #8d3fc335

@@ -66,6 +66,7 @@ def _check_cublas(status: int, call: str):
     "RuntimeError naming the call when a cuBLAS status is not CUBLAS_STATUS_SUCCESS (0)."
     if status: raise RuntimeError(f"cuBLAS {call} failed with status {status} (cublas_api.h: cublasStatus_t)")
 
+# %% ../nbs/20a_cublas.ipynb #5ed70ce8
 _HANDLES = {}                                # device id -> [handle, workspace (device array), stream the handle is on]
 
 def _cublas_handle(stream: int):
@@ -89,6 +90,7 @@ def _row_major_ld(name: str, x) -> int:
     if x.strides[1] != item or x.strides[0] % item: raise ValueError(f"{name}: cuBLAS needs unit-stride rows, got strides {x.strides}")
     return max(x.strides[0] // item, x.shape[1], 1)
 
+# %% ../nbs/20a_cublas.ipynb #6de49bff
 def cublas_gemm(a, b, out, bias, trans_a: bool, trans_b: bool, mode: str = "fp32"):
     "out = op(a)·op(b) (+ bias) by cuBLAS on numba device arrays, zero copy, on numba's launch stream (graph-capturable). a, b float32 (mode 'fp32', 'tf32', or 'bf16': rounded to bf16 inside cuBLAS) or bf16 (uint16: bf16 tensor cores); fp32 accumulation, C float32."
     if mode not in COMPUTE: raise ValueError(f"cublas_gemm: mode must be one of {', '.join(COMPUTE)}, got {mode!r}")

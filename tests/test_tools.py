@@ -67,7 +67,7 @@ def test_flags_a_cell_that_prints_displays_or_draws_without_output(tmp_path):
                 "show_gpu_record('04_matmul/timing')"):
         assert whats(notebook(tmp_path, source=src)) == ["no output under a cell that prints, displays or draws"], src
     # not when it may print nothing (a branch), when it does not run, or when it is a skipped GPU cell
-    for src in ('if bad: print("bad")', '#| eval: false\nprint(1)', '#| gpu\nprint(1)', 'def f():\n    print(1)',
+    for src in ('if bad: print("bad")', '#| eval: false\nprint(1)', '#| gpu\ntest_eq(f(), 1)', 'def f():\n    print(1)',
                 "f = plot_history(h)\ntest_eq(len(f.axes), 2)"):          # a figure made and checked, not shown
         assert whats(notebook(tmp_path, source=src)) == [], src
     assert whats(notebook(tmp_path, stream("loss 3.2\n"), source='print("loss", 3.2)')) == []
@@ -87,6 +87,63 @@ def test_flags_prose_quoting_a_number_the_cell_below_prints_differently(tmp_path
     assert "0.33 ms" in check_outputs.problems(bad)[0][2]
     for ok in ("about 0.5 ms (rounded as the prose rounds)", "0.52 ms", "16×16 tiles, 3 layers", "a 2 MiB buffer (no MiB printed)"):
         assert whats(notebook(tmp_path, cells=cells(ok))) == [], ok
+
+
+SKIP_NOTE = stream(check_outputs.GPU_SKIP)
+GPU_CELL = '#| gpu\nfrom mint.counters import gpu_record\nwith gpu_record("nb/timing"):\n    print(f"{t:.2f} ms")'
+SHOW_CELL = 'show_gpu_record("nb/timing");'
+
+
+def test_a_gpu_cell_stores_only_the_skip_note(tmp_path):
+    "A Run All without a GPU replaces whatever a `#| gpu` cell stores by the skip note: storing GPU numbers there fails."
+    ok = lambda *outs: [("code", GPU_CELL, list(outs)), ("code", SHOW_CELL, [stream("measured on NVIDIA H200, 2026-12-02 (...):\n0.41 ms\n")])]
+    assert whats(notebook(tmp_path, cells=ok(SKIP_NOTE))) == []
+    assert whats(notebook(tmp_path, cells=ok())) == []                      # never run: nothing stored
+    for bad in ([stream("0.41 ms\n")], [SKIP_NOTE, stream("0.41 ms\n")], [stream(check_outputs.GPU_SKIP, "stderr")],
+                [stream("skipped\n")], [PNG]):
+        assert whats(notebook(tmp_path, cells=ok(*bad))) == ["a `#| gpu` cell stores more than the skip note (move it into its gpu_record)"], bad
+    # a GPU cell that prints nothing still stores only the note
+    assert whats(notebook(tmp_path, stream("ok\n"), source="#| gpu\ntest_eq(f(), 1)")) == \
+        ["a `#| gpu` cell stores more than the skip note (move it into its gpu_record)"]
+
+
+def test_a_printing_gpu_cell_records_and_the_cell_after_shows_the_record(tmp_path):
+    "What a `#| gpu` cell prints must reach the reader without a GPU: a gpu_record, and a show_gpu_record cell right after it."
+    show = ("code", SHOW_CELL, [stream("not measured on a GPU yet\n")])
+    assert whats(notebook(tmp_path, cells=[("code", GPU_CELL, [SKIP_NOTE]), show])) == []
+    unwrapped = [("code", '#| gpu\nprint(f"{t:.2f} ms")', [SKIP_NOTE]), show]
+    assert whats(notebook(tmp_path, cells=unwrapped)) == ["a `#| gpu` cell that prints is not wrapped in `with gpu_record(...)`"]
+    for src in ('#| gpu\nfor n in (1, 2):\n    display(n)', '#| gpu\nif ok:\n    print(1)', '#| gpu\nplt.plot([1, 2]); plt.show()'):
+        assert "a `#| gpu` cell that prints is not wrapped in `with gpu_record(...)`" in whats(notebook(tmp_path, cells=[("code", src, [])])), src
+    no_show = "no show_gpu_record cell right after a `#| gpu` cell that records"
+    assert whats(notebook(tmp_path, cells=[("code", GPU_CELL, [SKIP_NOTE])])) == [no_show]                    # last cell
+    assert whats(notebook(tmp_path, cells=[("code", GPU_CELL, [SKIP_NOTE]), ("markdown", "Then:", None), show])) == [no_show]
+    other_key = ("code", 'show_gpu_record("nb/other");', [stream("not measured on a GPU yet\n")])
+    assert whats(notebook(tmp_path, cells=[("code", GPU_CELL, [SKIP_NOTE]), other_key])) == [no_show]
+    wrong_chapter = [("code", GPU_CELL.replace("nb/", "04_matmul/"), [SKIP_NOTE]), ("code", SHOW_CELL.replace("nb/", "04_matmul/"), [stream("measured on …\n")])]
+    assert whats(notebook(tmp_path, cells=wrong_chapter)) == ["a gpu_record key names another chapter"]
+
+
+def test_the_gpu_checks_fire_on_a_real_chapter_with_its_gpu_outputs_back(tmp_path):
+    "Chapter 21 as it was stored before issue 21's fix (the H200 output in the cell, no record) fails both GPU rules."
+    nb = json.loads((ROOT / "nbs" / "21_flash_attention.ipynb").read_text(encoding="utf-8"))
+    i = next(k for k, c in enumerate(nb["cells"]) if "gpu_record(\"21_flash_attention/decode\")" in "".join(c["source"]))
+    cell = nb["cells"][i]
+    cell["outputs"] = [stream("  1  8  16          128 |       115.8 | 4.3e-07\n")]
+    p = tmp_path / "21_flash_attention.ipynb"; p.write_text(json.dumps(nb))
+    assert "a `#| gpu` cell stores more than the skip note (move it into its gpu_record)" in whats(p)
+    del nb["cells"][i + 1]                                                  # the show cell
+    p.write_text(json.dumps(nb))
+    assert "no show_gpu_record cell right after a `#| gpu` cell that records" in whats(p)
+
+
+def test_the_skip_note_is_what_a_gpu_cell_prints_without_a_gpu(capsys):
+    "check_outputs' GPU_SKIP is exactly the line mint.core.gpu_cell_skipped makes a `#| gpu` cell print."
+    pytest = __import__("pytest")
+    from mint.core import gpu_available, gpu_cell_skipped
+    if gpu_available(): pytest.skip("on a GPU the cell runs")
+    exec("".join(gpu_cell_skipped(["#| gpu\n", "print('on the GPU')\n"])))
+    assert capsys.readouterr().out == check_outputs.GPU_SKIP
 
 
 def test_the_new_checks_fire_on_a_real_chapter_with_its_figures_wiped(tmp_path):
@@ -183,6 +240,49 @@ def test_run_notebooks_never_inherits_mplbackend(tmp_path, monkeypatch):
     assert err is None, err
     outs = json.loads(p.read_text())["cells"][0]["outputs"]
     assert any("image/png" in o.get("data", {}) for o in outs), outs
+
+
+def _run_notebooks():
+    spec = importlib.util.spec_from_file_location("run_notebooks", ROOT / "tools" / "run_notebooks.py")
+    rn = importlib.util.module_from_spec(spec); spec.loader.exec_module(rn)
+    return rn
+
+
+def test_run_notebooks_stores_the_skip_note_under_gpu_cells(tmp_path):
+    "A GPU run's outputs go into the records: the notebook keeps the skip note, as a Run All without a GPU stores it."
+    nbformat = __import__("pytest").importorskip("nbformat")
+    rn = _run_notebooks()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('#| gpu\nwith gpu_record("x/t"):\n    print(1)'),
+                                         nbformat.v4.new_code_cell("#| gpu\nboom()"), nbformat.v4.new_code_cell("print(2)")])
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="0.41 ms on the H200\n")]
+    nb.cells[1].outputs = [nbformat.v4.new_output("error", ename="NameError", evalue="boom", traceback=[])]
+    nb.cells[2].outputs = [nbformat.v4.new_output("stream", name="stdout", text="2\n")]
+    assert rn.store_skip_notes(nb) == 1
+    assert nb.cells[0].outputs[0]["text"] == check_outputs.GPU_SKIP
+    assert nb.cells[1].outputs[0]["output_type"] == "error" and nb.cells[2].outputs[0]["text"] == "2\n"   # a failure stays visible
+
+
+def test_run_notebooks_on_a_cpu_stores_what_run_all_stores(tmp_path):
+    "Without a GPU the `#| gpu` cell runs and prints its skip note; whatever it stored before (GPU numbers) is replaced."
+    pytest = __import__("pytest")
+    pytest.importorskip("nbclient")
+    from mint.core import gpu_available
+    if gpu_available(): pytest.skip("on a GPU the cell runs for real")
+    rn = _run_notebooks()
+    p = notebook(tmp_path, cells=[("code", "import mint.core", []),
+                                  ("code", '#| gpu\nprint("on the GPU")', [stream("0.41 ms on the H200\n")])])
+    _, _, err = rn.run_one(p, set(), 300)
+    assert err is None, err
+    outs = json.loads(p.read_text())["cells"][1]["outputs"]
+    assert len(outs) == 1 and "".join(outs[0]["text"]) == check_outputs.GPU_SKIP, outs
+    assert not [w for _, w, _ in check_outputs.gpu_problems(json.loads(p.read_text())) if "stores" in w]
+
+
+def test_run_notebooks_rewrites_the_readme_only_after_a_whole_part():
+    rn = _run_notebooks()
+    assert rn.complete_parts([ROOT / "nbs" / "07_rmsnorm.ipynb"]) == []
+    assert rn.complete_parts(course.chapters("II")) == ["II"]
+    assert rn.complete_parts(course.chapters("I") + course.chapters("II")[1:]) == ["I"]
 
 
 # --- scratch folders are removed -----------------------------------------------------------------------------------

@@ -3,7 +3,14 @@
 `python tools/check_outputs.py [NOTEBOOK ...]` (default: nbs/*.ipynb).
 
 Hygiene: no machine path, ANSI escape code, warning or error in an output; a kernelspec in the metadata.
-Evidence (each cell that runs — not `eval: false`, not a `#| gpu` cell, which keeps its GPU outputs or none):
+GPU cells (`#| gpu`): a GPU result is data, not a stored output. Without a GPU the cell prints one skip note (mint.core's
+`gpu_cell_skipped`), so a Run All on a CPU stores exactly that note there; the check accepts that note or nothing:
+- a `#| gpu` cell stores nothing or the skip note, nothing else (the evidence lives in its record);
+- a `#| gpu` cell that prints, displays or draws runs its body inside `with gpu_record("CHAPTER/NAME"):` (CHAPTER the
+  notebook's name), which stores what it prints in bench/results/gpu_cells/CHAPTER.json on a GPU;
+- the cell right after such a cell calls `show_gpu_record("CHAPTER/NAME")` with the same key (it runs anywhere and
+  prints the record under "measured on DEVICE, DATE").
+Evidence (each cell that runs — not `eval: false`, not a `#| gpu` cell):
 - an export cell that only defines (functions, classes, imports, constants) stores no output;
 - a cell that prints, displays or draws stores an output;
 - a cell that draws (pyplot, or a `plot…`/`imshow` figure as its last expression or displayed) stores a figure;
@@ -26,6 +33,8 @@ PRINTS = {"print", "display", "pprint", "show_gpu_record"}
 DRAWS = re.compile(r"^(plot\w*|imshow|show_figure|subplots)$")
 UNITS = r"ms|µs|us|ns|TFLOP/s|GFLOP/s|GB/s|tokens/s|nats/char|MiB|KiB|GiB|%"
 QUOTED = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(" + UNITS + r")(?![\w/])")
+GPU_SKIP = ("skipped: this `#| gpu` cell needs a real CUDA GPU (on a GPU host it runs; `nbdev-test --flags gpu` tests it)\n")
+"What a `#| gpu` cell prints without a GPU (mint.core.gpu_cell_skipped; tests/test_tools.py checks the two agree)."
 
 
 def output_texts(out: dict):
@@ -109,6 +118,47 @@ def _agrees(value: float, decimals: int, printed: list) -> bool:
     return any(abs(round(p, decimals) - value) <= 10 ** -decimals / 2 + 1e-12 for p, _ in printed)
 
 
+def _record_keys(tree, name: str) -> list:
+    "The string keys of every call of `name` (e.g. gpu_record, show_gpu_record) in the cell, in order."
+    return [n.args[0].value for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Constant)
+            and isinstance(n.args[0].value, str) and (getattr(n.func, "id", None) or getattr(n.func, "attr", None)) == name]
+
+
+def _is_skip_note(outs: list) -> bool:
+    "True when the stored outputs are nothing or exactly the skip note a `#| gpu` cell prints without a GPU."
+    if not outs: return True
+    o = outs[0]
+    return len(outs) == 1 and o.get("output_type") == "stream" and o.get("name") == "stdout" and \
+        ("".join(o.get("text", "")) if isinstance(o.get("text"), list) else o.get("text")) == GPU_SKIP
+
+
+def gpu_problems(nb: dict, chapter: str | None = None) -> list:
+    "`(cell number, what, excerpt)` for the GPU-cell rules of the module docstring; `chapter`: the notebook's name, when known."
+    found, cells = [], nb.get("cells", [])
+    for i, cell in enumerate(cells):
+        if cell.get("cell_type") != "code": continue
+        source = "".join(cell.get("source", ""))
+        if "gpu" not in directives(source): continue
+        outs = cell.get("outputs", [])
+        if not _is_skip_note(outs):
+            text = " ".join(t for o in outs for _, t in output_texts(o)).strip().replace("\n", "⏎")
+            found.append((i, "a `#| gpu` cell stores more than the skip note (move it into its gpu_record)", text[:80] or str(outs)[:80]))
+        tree = _code(source)
+        if tree is None: continue
+        calls = {n.func.id if isinstance(n.func, ast.Name) else getattr(n.func, "attr", "") for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        keys = _record_keys(tree, "gpu_record")
+        if (calls & (PRINTS - {"show_gpu_record"}) or _draws(tree, calls)) and not keys:
+            found.append((i, "a `#| gpu` cell that prints is not wrapped in `with gpu_record(...)`", source.strip().splitlines()[-1][:80]))
+        for key in keys:
+            if chapter is not None and key.partition("/")[0] != chapter:
+                found.append((i, "a gpu_record key names another chapter", f"{key!r} in {chapter}"))
+            after = cells[i + 1] if i + 1 < len(cells) else {}
+            shown = _code("".join(after.get("source", ""))) if after.get("cell_type") == "code" else None
+            if shown is None or key not in _record_keys(shown, "show_gpu_record"):
+                found.append((i, "no show_gpu_record cell right after a `#| gpu` cell that records", key))
+    return found
+
+
 def evidence_problems(nb: dict) -> list:
     "`(cell number, what, excerpt)` for the evidence checks of the module docstring."
     found, cells = [], nb.get("cells", [])
@@ -162,7 +212,7 @@ def problems(path: Path) -> list:
                     if m:
                         a = max(0, m.start() - 40)
                         found.append((i, f"{what} ({kind})", text[a:m.end() + 60].replace("\n", "⏎")))
-    return found + evidence_problems(nb)
+    return found + evidence_problems(nb) + gpu_problems(nb, path.stem)
 
 
 def main(argv=None) -> int:
@@ -177,7 +227,8 @@ def main(argv=None) -> int:
               f"outputs with `python tools/run_notebooks.py NOTEBOOK`")
         return 1
     print(f"check_outputs: {len(paths)} notebook(s): stored outputs are clean and are the evidence (no machine paths, "
-          f"ANSI codes, warnings, errors; outputs where cells print or draw, none under definitions; prose numbers printed)")
+          f"ANSI codes, warnings, errors; outputs where cells print or draw, none under definitions; prose numbers printed; "
+          f"`#| gpu` cells store only the skip note, and what they print is a gpu_record shown by the cell after)")
     return 0
 
 

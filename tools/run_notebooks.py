@@ -6,16 +6,22 @@
 
 Cells run in the notebook's folder, in the `python3` kernel, with the environment of this command. Nothing is set
 by hand: on a machine without a CUDA GPU `mint.core` switches numba's simulator on by itself. Cells marked
-`#| eval: false` never run; `#| gpu` cells run only where a real GPU is in use — elsewhere they keep the outputs
-stored from the last GPU run (so running this on a laptop never replaces the H200 timings). Widget states are
-stored, so the widgets render in a static view. Then `nbdev-clean` normalises the files, and
+`#| eval: false` never run (they keep their stored outputs). `#| gpu` cells run as in JupyterLab's Run All: without
+a GPU each prints its skip note, which is what is stored; on a GPU each runs for real, and what it prints goes into
+its record (`with gpu_record(...)`, bench/results/gpu_cells/CHAPTER.json, shown by the `show_gpu_record` cell after
+it, which this run refreshes), and then its stored output is set to the skip note as well. So the stored notebook is
+the same on every machine, a Run All without a GPU changes nothing, and the GPU evidence lives in the records. (A GPU
+cell that fails keeps its error, for `tools/check_outputs.py` to flag.) A cell's printed text is stored as one stream
+output per stream (JupyterLab merges them too; kept apart, they would split wherever the kernel happened to flush).
+Widget states are stored, so the widgets render in a static view. Then `nbdev-clean` normalises the files, and
 `tools/check_outputs.py` checks them (hygiene and evidence: see its docstring).
 
 The kernels never inherit `MPLBACKEND` (a non-interactive backend such as Agg draws nothing into the notebook, and
 the stored figures would be lost). Each notebook's run time is recorded in `bench/results/notebook_times.json`
 (with the date, the CPU count and how many notebooks ran at once), and the Run All time of each part of the course
-is printed from those records (`tools/course.py`). Time a part with `-j 1` on a quiet machine: notebooks that run
-side by side share the cores."""
+is printed from those records (`tools/course.py`). README.md's table of those times is rewritten only when this run
+ran every chapter of a part (or with `--readme`): running one chapter leaves README.md alone. Time a part with `-j 1`
+on a quiet machine: notebooks that run side by side share the cores."""
 import argparse, datetime, json, os, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,7 +31,8 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-from course import TIMES, format_totals, recorded_times, update_readme
+from check_outputs import GPU_SKIP
+from course import PARTS, TIMES, chapters, format_totals, recorded_times, update_readme
 
 
 def directives(cell) -> dict:
@@ -41,8 +48,25 @@ def directives(cell) -> dict:
     return out
 
 
+def store_skip_notes(nb) -> int:
+    "Set the stored output of every `#| gpu` cell that did not fail to the skip note; returns how many were set."
+    n = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "gpu" not in directives(cell): continue
+        if any(o.get("output_type") == "error" for o in cell.get("outputs", [])): continue
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=GPU_SKIP)]
+        n += 1
+    return n
+
+
+def complete_parts(ran) -> list:
+    "The parts of the course whose every chapter is among `ran` (paths of notebooks that ran without failing)."
+    names = {Path(p).resolve() for p in ran}
+    return [part for part in PARTS if chapters(part) and all(p.resolve() in names for p in chapters(part))]
+
+
 class KeepSkipped(NotebookClient):
-    "A client that does not run some cells and keeps their stored outputs."
+    "A client that does not run some cells (`#| eval: false`, the flags of --skip) and keeps their stored outputs."
     skip_flags: set = set()
     def skipped(self, cell) -> bool:
         d = directives(cell)
@@ -58,13 +82,14 @@ def run_one(path: Path, skip_flags: set, timeout: int) -> tuple:
     t0 = time.time()
     nb = nbformat.read(path, as_version=4)
     client = KeepSkipped(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
-                         store_widget_state=True, record_timing=False)
+                         store_widget_state=True, record_timing=False, coalesce_streams=True)   # one stream output per name, as JupyterLab stores it
     client.skip_flags = skip_flags
     try:
         client.execute()
         err = None
     except Exception as e:                                  # the notebook stops at its first failing cell
         err = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
+    store_skip_notes(nb)                                    # a GPU's output is in its record; the notebook stores the note
     nbformat.write(nb, path)
     return path, time.time() - t0, err
 
@@ -84,24 +109,32 @@ def main(argv=None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=2, help="notebooks run at the same time (default 2)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per cell (default 900)")
     ap.add_argument("--skip", default="", help="more cell flags not to run, keeping their outputs (e.g. 'slow')")
+    ap.add_argument("--readme", action="store_true", help="rewrite README.md's Run All table even when no whole part ran")
     a = ap.parse_args(argv)
     os.environ.pop("MPLBACKEND", None)                      # the kernels start with this environment: figures are drawn
     paths = [Path(p).resolve() for p in a.notebooks] or sorted((ROOT / "nbs").glob("*.ipynb"))
     sys.path.insert(0, str(ROOT))
     from mint.core import gpu_available                     # also switches the simulator on here when there is no GPU
-    skip = set(a.skip.split()) | (set() if gpu_available() else {"gpu"})
+    skip, gpu = set(a.skip.split()) - {"gpu"}, gpu_available()
     print(f"run_notebooks: {len(paths)} notebook(s), {a.jobs} at a time; every cell runs except cells marked "
-          f"{', '.join('#| ' + f for f in sorted(skip | {'eval: false'}))} (their stored outputs are kept)")
-    t0, failed = time.time(), []
+          f"{', '.join('#| ' + f for f in sorted(skip | {'eval: false'}))} (their stored outputs are kept); `#| gpu` cells "
+          + ("run on the GPU and update their records" if gpu else "print their skip note (no GPU)"))
+    t0, failed, ran = time.time(), [], []
     with ThreadPoolExecutor(a.jobs) as ex:
         for path, secs, err in ex.map(lambda p: run_one(p, skip, a.timeout), paths):
             print(f"{path.name:28s} {secs:6.1f} s  {'ok' if err is None else 'FAILED: ' + err}", flush=True)
             if err: failed.append(path.name)
-            else: record_time(path.stem, {"seconds": round(secs, 1), "date": datetime.date.today().isoformat(),
-                                          "cpus": os.cpu_count(), "jobs": min(a.jobs, len(paths)),
-                                          "gpu": "gpu" not in skip, "load": round(os.getloadavg()[0], 1)})
+            else:
+                ran.append(path)
+                record_time(path.stem, {"seconds": round(secs, 1), "date": datetime.date.today().isoformat(),
+                                        "cpus": os.cpu_count(), "jobs": min(a.jobs, len(paths)),
+                                        "gpu": gpu, "load": round(os.getloadavg()[0], 1)})
     print(format_totals())
-    if update_readme(): print("run_notebooks: README.md's table of Run All times updated")
+    whole = complete_parts(ran)
+    if whole or a.readme:
+        if update_readme(): print(f"run_notebooks: README.md's table of Run All times updated (ran all of part {', '.join(whole) or '-'})")
+    else:
+        print("run_notebooks: no whole part of the course ran: README.md's table left as it is (--readme rewrites it)")
     subprocess.run(["nbdev-clean"], cwd=ROOT, check=True)
     print(f"run_notebooks: {len(paths) - len(failed)} of {len(paths)} notebook(s) ran in {time.time() - t0:.0f} s"
           + (f"; failed: {', '.join(failed)}" if failed else ""))
