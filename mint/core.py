@@ -188,9 +188,14 @@ def use_simulator_without_gpu() -> bool:
               "import mint first, or set NUMBA_ENABLE_CUDASIM=1 before starting Python", file=sys.stderr)
         return False
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
-    if _in_ipython():   # said once, in the terminal of the Jupyter server: a notebook's outputs stay the same on every machine
-        print("mint: no CUDA GPU here, so kernels run in numba's CUDA simulator (small shapes only; `#| gpu` cells skip "
-              "themselves). NUMBA_ENABLE_CUDASIM=0 turns this off.", file=sys.__stderr__)
+    if _in_ipython():
+        note = ("mint: no CUDA GPU here, so kernels run in numba's CUDA simulator (small shapes only; `#| gpu` cells skip "
+                "themselves). NUMBA_ENABLE_CUDASIM=0 turns this off.")
+        kernel = getattr(sys.modules["IPython"].get_ipython(), "kernel", None)
+        # in Jupyter, said in the kernel's log (the terminal that runs the server), not in a cell: a notebook's stored
+        # outputs stay the same on every machine; in a terminal IPython, printed
+        if kernel is not None: kernel.log.warning(note)
+        else: print(note)
     return True
 
 # %% ../nbs/00_core.ipynb #8d3fc335
