@@ -862,6 +862,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                              'mint.report._e': ('report.html#_e', 'mint/report.py'),
                              'mint.report._kv_table': ('report.html#_kv_table', 'mint/report.py'),
                              'mint.report._num': ('report.html#_num', 'mint/report.py'),
+                             'mint.report._remove_created_at_exit': ('report.html#_remove_created_at_exit', 'mint/report.py'),
+                             'mint.report._rmdir_empty': ('report.html#_rmdir_empty', 'mint/report.py'),
                              'mint.report.bits_table': ('report.html#bits_table', 'mint/report.py'),
                              'mint.report.curves_figure': ('report.html#curves_figure', 'mint/report.py'),
                              'mint.report.demo_dir': ('report.html#demo_dir', 'mint/report.py'),
