@@ -1082,6 +1082,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                             'mint.train._end_hooks': ('robust_train.html#_end_hooks', 'mint/train.py'),
                             'mint.train._first_step': ('robust_train.html#_first_step', 'mint/train.py'),
                             'mint.train._interrupted': ('robust_train.html#_interrupted', 'mint/train.py'),
+                            'mint.train._last_validation': ('robust_train.html#_last_validation', 'mint/train.py'),
+                            'mint.train._last_writes': ('robust_train.html#_last_writes', 'mint/train.py'),
                             'mint.train._merge': ('robust_train.html#_merge', 'mint/train.py'),
                             'mint.train._resume_into': ('robust_train.html#_resume_into', 'mint/train.py'),
                             'mint.train._run_problems': ('robust_train.html#_run_problems', 'mint/train.py'),
