@@ -299,10 +299,10 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError: return False
     except (PermissionError, OSError): return True
 
-def _rmdir_empty(folders):
-    "Remove each of `folders` (deepest first) that is empty now; keep any that holds something."
+def _rmdir_empty(folders, rmdir=os.rmdir):
+    "Remove each of `folders` (deepest first) that is empty now; keep any that holds something. (`rmdir` is bound at definition: at exit a notebook's globals may be gone.)"
     for f in folders:
-        try: os.rmdir(f)
+        try: rmdir(f)
         except OSError: pass
 
 def _remove_created_at_exit(folder: Path):
