@@ -128,6 +128,13 @@ def settings(a) -> dict:
     return {k: v for k, v in vars(a).items() if k not in ("side", "pair")}
 
 
+def whole_set(row: dict) -> dict:
+    "A Mint row as scored on the whole validation text. Rows recorded before 2026-12-03 (no `best_batches`) hold the bits of the best 16-batch subset validation while their `val_loss` is the final whole-set one; their units are rescaled to `val_loss` (each unit is nats/token times a factor of the whole text: `mint.pipeline.units`). Later rows are returned as they are."
+    if row.get("side") != "Mint" or "best_batches" in row or not row.get("nats_per_token"): return row
+    k = row["val_loss"] / row["nats_per_token"]
+    return {**row, **{u: row[u] * k for u in ("nats_per_token", "bits_per_char", "bits_per_byte")}, "rescaled": True}
+
+
 def latest_pair(a) -> list[dict]:
     "The latest recorded Mint row and the latest PyTorch row whose record has these settings, each with its record's date and host."
     found = {}
@@ -136,7 +143,8 @@ def latest_pair(a) -> list[dict]:
         rec = json.loads(line)
         args = {"gemm": "mint", "peer_compile": False, **rec["args"]}      # records from before these options
         if {k: v for k, v in args.items() if k not in ("side", "pair")} != settings(a): continue
-        for r in rec["rows"]: found[r["side"]] = {**r, "side": f"{r['side']} ({rec['date'][:16]}, {rec['host'].get('device', '?')})"}
+        for r in map(whole_set, rec["rows"]):
+            found[r["side"]] = {**r, "side": f"{r['side']} ({rec['date'][:16]}, {rec['host'].get('device', '?')}){' *' if r.get('rescaled') else ''}"}
     missing = [s for s in ("Mint", "PyTorch") if s not in found]
     if missing: raise SystemExit(f"{path}: no {' or '.join(missing)} row recorded with {settings(a)}")
     return [found["Mint"], found["PyTorch"]]
@@ -171,6 +179,8 @@ def main(argv=None):
                                 ("seconds", "budget used (s)", ".0f"), ("val_loss", "val (nats/token)", ".4f"),
                                 ("bits_per_byte", "bits/byte", ".4f"), ("unigram_bits_per_byte", "unigram", ".4f"),
                                 ("lzma_bits_per_byte", "lzma -9e", ".4f")]))
+    if any(r.get("rescaled") for r in rows):
+        print("* recorded before 2026-12-03 with the bits of its best 16-batch validation: shown here on the whole text (its val_loss)")
     if not a.pair: print(f"recorded in {path.relative_to(benchlib.ROOT)}")
 
 

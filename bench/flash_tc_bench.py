@@ -134,7 +134,8 @@ def timing(B, T, H, hd, fp32_too):
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(); ap.add_argument("--out", default=None); ap.add_argument("--quick", action="store_true")
     ap.add_argument("--check-only", action="store_true", help="one correctness case; exit 1 unless it passes")
-    ap.add_argument("--cu", default=None, help="time other device code (e.g. bench/flash_tc_v2.cu) in place of mint.flash_tc.FLASH_TC_CU")
+    ap.add_argument("--cu", default=None, help="time other device code in place of chapter 26's (mint.flash_tc.FLASH_TC_CU, the default): e.g. a changed copy "
+                    "written by python -c 'import mint.flash_tc as F; print(F.FLASH_TC_CU, end=\"\")' > /tmp/flash_tc.cu")
     ap.add_argument("--max-registers", type=int, default=None, help="register cap of the head_dim <= 64 kernels (v2 wants 168)")
     args = ap.parse_args()
     import mint.flash_tc as FT

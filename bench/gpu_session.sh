@@ -134,15 +134,15 @@ elif [ "$PART" = S ]; then
   cp bench/results/batch_decode_cuda.jsonl bench/results/serve_cuda.jsonl bench/results/startup_cuda.jsonl "$L/" 2>/dev/null
   tar cf "$OUT/s.tar" -C /tmp slogs 2>/dev/null; ls -la "$OUT"
 elif [ "$PART" = F ]; then
-  # F: tensor-core flash attention v2 (bench/flash_tc_v2.cu: ldmatrix, no transposed shared copies) against v1 (mint.flash_tc)
+  # F: tensor-core flash attention v2 (chapter 26's mint.flash_tc since 2026-12-03: ldmatrix, no transposed shared copies; v1 is no longer in the tree, so the v1 lines below time the same code) against v1
   #    and SDPA's flash backend in one process each (4 correctness cases + 2 timings), then where the d768 bf16 step with
   #    cuBLAS bf16 spends its time (bench/profile_step.py, no CUDA graph), with v2 and with v1; all in $OUT/f.tar
   L=/tmp/flogs; mkdir -p $L
-  ( time timeout 75 python3 bench/flash_tc_bench.py --quick --cu bench/flash_tc_v2.cu --max-registers 168 --out $L/flash_tc_v2.json ) > $L/flash_v2.log 2>&1
+  ( time timeout 75 python3 bench/flash_tc_bench.py --quick --max-registers 168 --out $L/flash_tc_v2.json ) > $L/flash_v2.log 2>&1
   echo "v2 bench rc $? at ${SECONDS}s"; tail -9 $L/flash_v2.log
   ( time timeout 75 python3 bench/flash_tc_bench.py --quick --out $L/flash_tc_v1.json ) > $L/flash_v1.log 2>&1
   echo "v1 bench rc $? at ${SECONDS}s"; tail -4 $L/flash_v1.log
-  ( time timeout 70 python3 bench/profile_step.py --preset d768 --precision bf16 --gemm cublas-bf16 --cu bench/flash_tc_v2.cu \
+  ( time timeout 70 python3 bench/profile_step.py --preset d768 --precision bf16 --gemm cublas-bf16 \
       --max-registers 168 --out $L ) > $L/prof_d768_v2.log 2>&1
   echo "profile v2 rc $? at ${SECONDS}s"; head -24 $L/prof_d768_v2.log | cut -c1-150
   left=$((285 - SECONDS)); [ $left -gt 40 ] && ( time timeout $left python3 bench/profile_step.py --preset d768 --precision bf16 \

@@ -29,7 +29,8 @@ ap.add_argument("--attention", default="flash", choices=["flash", "flash-tc"])  
 ap.add_argument("--batch-size", type=int, default=32)
 ap.add_argument("--steps", type=int, default=3)
 ap.add_argument("--out", default=".")
-ap.add_argument("--cu", default=None, help="other tensor-core attention device code (e.g. bench/flash_tc_v2.cu) in place of mint.flash_tc's")
+ap.add_argument("--cu", default=None, help="tensor-core attention device code to try in place of chapter 26's (mint.flash_tc.FLASH_TC_CU, the "
+                                          "default), e.g. a changed copy of it (flash_tc_bench.py --help says how to write one)")
 ap.add_argument("--max-registers", type=int, default=None, help="register cap of the head_dim <= 64 attention kernels")
 args = ap.parse_args()
 if args.cu or args.max_registers:

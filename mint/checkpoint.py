@@ -145,10 +145,13 @@ def _legacy_sidecar(path: Path) -> dict | None:
     except (OSError, ValueError): return None
 
 # %% ../nbs/35_checkpoint.ipynb #1dd699b9
+_CKPT_HINT = "give a checkpoint (.safetensors) or a run folder that holds one (mint list shows them)"
+
 def read_info(path) -> dict:
     "The JSON stored in a Mint safetensors file's header (only the header is read); `CheckpointError` if the file is missing, truncated or not Mint's."
     path = Path(path)
-    if not path.is_file(): raise CheckpointError(f"{path}: checkpoint not found")
+    if not path.exists(): raise CheckpointError(f"{path}: no such file; {_CKPT_HINT}")
+    if not path.is_file(): raise CheckpointError(f"{path}: not a file; {_CKPT_HINT}")
     with open(path, "rb") as f: magic = f.read(4)
     if magic == b"GGUF":                                   # an export for llama.cpp, given where a checkpoint goes
         raise CheckpointError(f"{path}: a GGUF file (an export for llama.cpp), not a Mint checkpoint: give the run's best.safetensors or its folder")
@@ -248,7 +251,7 @@ def resolve_checkpoint(path) -> Path:
         found = [p for p in [path / "best.safetensors"] if p.exists()] or list_checkpoints(path, recursive=False)
         if not found: raise CheckpointError(f"{path}: no .safetensors checkpoint in this folder")
         path = found[0]
-    if not path.exists(): raise CheckpointError(f"{path}: checkpoint not found")
+    if not path.exists(): raise CheckpointError(f"{path}: no such checkpoint file or run folder; {_CKPT_HINT}")
     return path
 
 # %% ../nbs/35_checkpoint.ipynb #82866895
@@ -498,6 +501,7 @@ def check_output(out, kind: str, overwrite: bool = False, source=None) -> Path:
         raise OutputError(f"{out} is the checkpoint being exported: choose another output")
     if kind == "report":
         names = run_files(real)
+        if not real.exists(): raise OutputError(f"{out}: no such folder; give a run folder, e.g. runs/NAME (mint list shows the runs)")
         if "history.json" not in names and STATE_NAME not in names:     # the report rebuilds from a training state too
             raise OutputError(f"{out}: no history.json and no training state here, so this is not a finished mint run folder (mint list shows the runs)")
         h = lock_holder(real) if str(real) not in RunLock._held else None
@@ -623,6 +627,8 @@ def load_train_state(run) -> TrainState:
     "Read a run's training state (`run`: the run folder or the file), checked (names, shapes, float32, checksum, finite); `CheckpointError` with a one-line reason."
     path = Path(run)
     if path.is_dir() or not path.suffix: path = path / STATE_NAME
+    if not path.parent.exists():
+        raise CheckpointError(f"{path.parent}: no such run folder; give the folder of a run that stopped, e.g. runs/NAME (mint list shows the runs and which can continue)")
     if not path.exists():
         raise CheckpointError(f"{path}: no training state (a run writes it at each validation and when it stops): nothing to resume")
     info = read_info(path)

@@ -141,7 +141,7 @@ def _add_train(sub, D):
     t.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto (default) uses a real GPU if present")
     t.add_argument("--precision", default=D.precision, choices=["fp32", "bf16"], help="bf16: matrix products take bf16 operands with fp32 accumulation; master weights, gradients, Adam moments, norms, softmax and the loss stay fp32, checkpoints fp32 (chapter 25). Saves memory (the stored GEMM inputs are half size); fast on a GPU with a bf16 --gemm provider, while fp32 providers first widen the operands (slower than fp32); on the CPU an exact emulation, slower than fp32 (default fp32)")
     t.add_argument("--recompute", action="store_true", help="keep one input per block and recompute the block in the backward: the activations of one layer instead of all (gradients bit-identical), for about one more forward pass per step (chapter 27)")
-    t.add_argument("--gemm", default="mint", choices=["mint", "cublas", "cublas-tf32", "cublas-bf16", "tc"], help="GPU matrix products: mint (default, v5, the hand-written FP32 kernel of chapter 20); cuBLAS in FP32, TF32 or bf16 (tensor cores; float32 operands rounded to bf16 inside cuBLAS; needs mint[cublas12] or mint[cublas13]); tc: Mint's own bf16 tensor-core kernel v7 (chapter 24; float32 operands rounded to bf16, fp32 accumulation: 3-5x v5, about a quarter of cuBLAS bf16 on an H200)")
+    t.add_argument("--gemm", default="mint", choices=["mint", "cublas", "cublas-tf32", "cublas-bf16", "tc"], help="GPU matrix products: mint (default, v5, the hand-written FP32 kernel of chapter 20); cuBLAS in FP32, TF32 or bf16 (tensor cores; float32 operands rounded to bf16 inside cuBLAS; needs mint[cublas12] or mint[cublas13]); tc: Mint's own bf16 tensor-core kernels (chapter 24; float32 operands rounded to bf16, fp32 accumulation): rung v8 (Hopper's wgmma) where it fits (an sm_90 GPU, operand rows 16-byte aligned: mint.tensor_cores.v8_fits), v7 elsewhere; on an H200 v8 reaches 490 TFLOP/s at 4096^3, 0.64x cuBLAS bf16, and 0.38-0.64x at the d768 model's products")
     par = t.add_mutually_exclusive_group()
     par.add_argument("--gpus", type=_positive(int), default=None, help="data parallel on N GPUs of this host, one process each (NCCL); --batch-size stays the global batch")
     par.add_argument("--ranks", type=_positive(int), default=None, help="data parallel in N processes on any device; with --device cpu they use gloo (needs torch) — to test the machinery, not for speed")
@@ -407,6 +407,9 @@ def cmd_list(a):
                                  describe_holder, CheckpointError, STATE_NAME)
     from mint.train import load_train_state
     root = Path(a.root) if a.root else runs_dir()
+    if a.root and not root.is_dir():
+        raise ValueError(f"--root {a.root}: {'not a folder' if root.exists() else 'no such folder'}; give a folder that holds "
+                         f"runs, or leave --root out to search the default (see mint list --help)")
     problems = {}                                          # path -> why it could not be read (broken links, loops, ...)
     found = list_checkpoints(root, problems=problems) if root.is_dir() else []
     states = sorted(p for p in walk_files(root, STATE_NAME, problems=problems) if p.name == STATE_NAME) if root.is_dir() else []

@@ -44,6 +44,9 @@ def eval_run(run, data: str | None = None, root="data", batch_size: int = 16, de
     from mint.checkpoint import load_checkpoint
     from mint.data import split_tail
     path = Path(run)
+    if path.is_dir() and not (path / "best.safetensors").exists():
+        raise ValueError(f"{run}: no best.safetensors in this folder, so it is not a finished run; give a run folder or a checkpoint "
+                         f"(.safetensors; mint list shows them)")
     ck = load_checkpoint(path / "best.safetensors" if path.is_dir() else path)
     spec = ck.meta.get("run")
     if data is None:

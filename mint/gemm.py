@@ -420,7 +420,7 @@ def launch_gemm(a, b, out, bias, trans_a: bool, trans_b: bool):
 
 # %% ../nbs/20_gemm.ipynb #89d4a967
 def set_gemm_provider(name: str) -> str:
-    "Route `launch_gemm` to 'mint' (v5), 'cublas' (cuBLAS FP32), 'cublas-tf32', 'cublas-bf16' or 'tc' (v7, chapter 24); returns the previous provider."
+    "Route `launch_gemm` to 'mint' (v5), 'cublas' (cuBLAS FP32), 'cublas-tf32', 'cublas-bf16' or 'tc' (v8 where it fits, else v7: chapter 24); returns the previous provider."
     global _provider
     if name not in GEMM_PROVIDERS: raise ValueError(f"unknown GEMM provider {name!r}; choose one of {', '.join(GEMM_PROVIDERS)}")
     if name != "mint" and simulator_enabled():   # fail here, naming the provider, the reason and the fix, not at the first GEMM

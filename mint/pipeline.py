@@ -85,6 +85,11 @@ def load_samples(data: str, root="data", max_samples: int | None = None) -> tupl
     try: corpus = load_task(data, root=root, max_samples=max_samples)
     except CorpusNotFound:
         import difflib
+        from mint.formats import DATA_SUFFIXES, _looks_like_path
+        if _looks_like_path(str(data)) and not Path(data).exists():        # a file or folder that is not there
+            raise ValueError(f"--data {data}: no such file or folder ({Path(data).resolve()}); give an existing file "
+                             f"({'/'.join(DATA_SUFFIXES)}) or a folder of them, a built-in corpus (peoples_daily, "
+                             f"chatterbot) or a task under {Path(root).resolve()}/ ({', '.join(TASK_PATHS)})") from None
         names = ["peoples_daily", "chatterbot", *TASK_PATHS]
         close = difflib.get_close_matches(str(data), names, n=1)
         if close and close[0] != str(data) and not Path(data).exists():     # a known task whose files are missing: say where it looked
@@ -199,6 +204,9 @@ def resume_corpus(run, device: str = "auto", progress: bool = True, log=print, c
     t_start = time.perf_counter()
     dev = get_device(device)
     out_dir = Path(run).parent if Path(run).name == STATE_NAME else Path(run)
+    if not out_dir.exists():
+        raise ValueError(f"--resume {run}: no such run folder ({out_dir.resolve()}); give the folder of a run that stopped, "
+                         f"e.g. runs/NAME (mint list shows the runs and which can continue)")
     if out_dir.exists() and not out_dir.is_dir():
         raise ValueError(f"--resume {run}: a file, not a run folder: give the folder of the run (e.g. runs/NAME), or its {STATE_NAME}")
     env = dist.rank_env()

@@ -299,10 +299,25 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError: return False
     except (PermissionError, OSError): return True
 
+def _rmdir_empty(folders, rmdir=os.rmdir):
+    "Remove each of `folders` (deepest first) that is empty now; keep any that holds something. (`rmdir` is bound at definition: at exit a notebook's globals may be gone.)"
+    for f in folders:
+        try: rmdir(f)
+        except OSError: pass
+
+def _remove_created_at_exit(folder: Path):
+    "The folders of `folder`'s path that do not exist yet (it and missing parents): removed when this process ends if they are empty then, so a demo leaves no empty `runs/` behind."
+    missing, f = [], folder.resolve()
+    while not f.exists(): missing.append(f); f = f.parent
+    if missing:
+        import multiprocessing.util
+        multiprocessing.util.Finalize(None, _rmdir_empty, args=(missing,), exitpriority=0)
+
 # %% ../nbs/38_report.ipynb #db2b3406
 def demo_dir(name: str) -> Path:
-    "A fresh run folder for a chapter's demo, `runs_dir()/_demo-NAME-PID-N` (relative to the working directory), removed when the process ends (and by a later call if the process died)."
+    "A fresh run folder for a chapter's demo, `runs_dir()/_demo-NAME-PID-N` (relative to the working directory), removed when the process ends (and by a later call if the process died); a `runs_dir()` this call had to create goes too if it is empty then."
     root = runs_dir()
+    _remove_created_at_exit(root)                     # registered first, so it runs after the folder's own removal
     for old in root.glob("_demo-*-*-*"):                  # only folders this function names
         pid = old.name.rsplit("-", 2)[-2]
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)): shutil.rmtree(old, ignore_errors=True)

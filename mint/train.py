@@ -356,6 +356,30 @@ def _interrupted(r: _RunState, control: TrainControl) -> str:
         except KeyboardInterrupt: pass
     return stopped
 
+# %% ../nbs/36_robust_train.ipynb #a3e5b7d1
+def _last_validation(r: _RunState, engine, reason: str, stopped: str, val_batches: list) -> tuple[str, str]:
+    "Step 3 of `run_training`, after the last step: a last validation (which saves the best checkpoint and the state) unless the run diverged or just validated, and for a run from step 0 the untrained model's validation loss (`val_untrained`, where the curve starts). Returns `(reason, stopped)`, changed if that validation is not finite."
+    if reason != "diverged" and r.step > 0 and r.validated_at != r.step and not r.validate(None):
+        reason, stopped = "diverged", f"non-finite validation loss ({r.last_val}) at step {r.step}"
+    if r.start == 0 and r.step > 0 and reason in ("done", "time_limit", "data_exhausted"):   # the same on every rank
+        r.hist["val_untrained"] = untrained_loss(engine, r.w_start, val_batches)
+    return reason, stopped
+
+# %% ../nbs/36_robust_train.ipynb #c84f20e6
+def _last_writes(r: _RunState, engine, control: TrainControl, budget, t0: float, callbacks) -> float:
+    "Step 4 of `run_training`, still under its signal handlers (`control.shielded`: a signal now only asks to stop, and is reported): the budget used, the engine's last timing segment merged into the history, the `after_fit` callbacks, history.json. Returns the seconds the run trained."
+    control.shielded = True
+    try:
+        secs = _clock() - t0
+        if budget is not None: budget.finish(r.step, t0 + secs)   # the budget used, for the run's summary
+        seg = {}
+        engine.finish(seg)
+        _merge(r.hist, seg)
+        notify(callbacks, "after_fit", r.step, r.hist)
+        if r.out_dir is not None: r.save("history", lambda: atomic_write(r.out_dir / "history.json", json.dumps(r.hist)))
+    finally: control.shielded = False
+    return secs
+
 # %% ../nbs/36_robust_train.ipynb #1c073e1f
 def _run_problems(r: _RunState, reason: str, bad_loss, tcfg: TrainConfig) -> list[str]:
     "What went wrong in a run that ended with `reason`, each in words naming the cause and what was kept: divergence, not learning (`learning_problems`), no finite validation loss, failed saves; [] when nothing did."
@@ -394,7 +418,7 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
     note = lambda s: tqdm.write(s, file=sys.stderr)
     with contextlib.ExitStack() as held:
         r = _first_step(held, engine, cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, resume, callbacks, note)   # 1. before the first step
-        reason, stopped, bad_loss, seg = "done", "done", None, {}
+        reason, stopped, bad_loss = "done", "done", None
 
         # 2. the steps
         t0 = _clock()
@@ -436,11 +460,7 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                     bar.set_postfix(bar_postfix(loss, lr, r.tokens / max(now - t0, 1e-9), r.last_val), refresh=False)
                     if tcfg.time_limit and engine.agree(now - t0 > tcfg.time_limit):
                         reason, stopped = "time_limit", f"time limit ({tcfg.time_limit:.0f} s) reached at step {r.step}"; break
-                # 3. the end: a last validation (which saves the best checkpoint and the state), unless diverged
-                if reason != "diverged" and r.step > 0 and r.validated_at != r.step and not r.validate(None):
-                    reason, stopped = "diverged", f"non-finite validation loss ({r.last_val}) at step {r.step}"
-                if r.start == 0 and r.step > 0 and reason in ("done", "time_limit", "data_exhausted"):   # the same on every rank
-                    r.hist["val_untrained"] = untrained_loss(engine, r.w_start, val_batches)   # where validation started from
+                reason, stopped = _last_validation(r, engine, reason, stopped, val_batches)   # 3. the end
                 if r.hist["loss"]:                                   # the bar ends on the final figures
                     bar.set_postfix(bar_postfix(r.hist["loss"][-1], r.hist["lr"][-1], r.tokens / max(_clock() - t0, 1e-9), r.last_val))
             except KeyboardInterrupt:                          # one that is not the handler's flag: `_interrupted`
@@ -448,16 +468,7 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                 stopped = _interrupted(r, control)
             finally:
                 bar.close()
-            # 4. the last writes, still under the signal handlers: a signal now only asks to stop (and is reported)
-            control.shielded = True
-            try:
-                secs = _clock() - t0
-                if budget is not None: budget.finish(r.step, t0 + secs)   # the budget used, for the run's summary
-                engine.finish(seg)
-                _merge(r.hist, seg)
-                notify(callbacks, "after_fit", r.step, r.hist)
-                if out_dir is not None: r.save("history", lambda: atomic_write(out_dir / "history.json", json.dumps(r.hist)))
-            finally: control.shielded = False
+            secs = _last_writes(r, engine, control, budget, t0, callbacks)   # 4. still under the signal handlers
         if control.stop_reason is not None and reason in ("done", "time_limit", "data_exhausted"):
             reason, stopped = control.stop_reason, f"{stopped}; then {control.stop_reason} while saving (all saved)"
 

@@ -62,6 +62,36 @@ def test_missing_corpus(tmp_path, capsys):
     assert "nope.txt" in one_line_error(code, err)
 
 
+MISSING_PATHS = [  # every option that reads a path, given one that is not there: (args, the hint it must give)
+    (["train", "--data", "MISSING.txt"], "give an existing file"),
+    (["train", "--data", "MISSING/"], "or a folder of them"),
+    (["train", "--init", "MISSING.safetensors"], "give a checkpoint"),
+    (["train", "--resume", "MISSING"], "give the folder of a run"),
+    (["eval", "MISSING"], "give a checkpoint"),
+    (["eval", "PRETRAINED", "--data", "MISSING.jsonl"], "give an existing file"),
+    (["generate", "--ckpt", "MISSING.safetensors", "--prompt", "x"], "give a checkpoint"),
+    (["chat", "--ckpt", "MISSING"], "give a checkpoint"),
+    (["info", "MISSING.safetensors"], "give a checkpoint"),
+    (["report", "MISSING"], "give a run folder"),
+    (["list", "--root", "MISSING"], "give a folder that holds runs"),
+    (["export", "MISSING.safetensors", "--to", "gguf", "OUT.gguf"], "give a checkpoint"),
+    (["serve", "MISSING"], "give a checkpoint"),
+]
+
+
+@pytest.mark.parametrize("args,hint", MISSING_PATHS, ids=[" ".join(a[:2]) for a, _ in MISSING_PATHS])
+def test_a_missing_path_is_named_with_what_to_give(args, hint, pretrained, tmp_path):
+    "Each path option given a path that does not exist: exit 1, one line naming the path and what the option takes, no traceback."
+    subst = {"PRETRAINED": str(pretrained.parent), "OUT.gguf": str(tmp_path / "out.gguf")}
+    argv = [subst.get(a, a.replace("MISSING", str(tmp_path / "missing"))) for a in args]
+    r = subprocess.run([sys.executable, "-c", "import sys; from mint.cli import main; sys.exit(main())", *argv],
+                       capture_output=True, text=True, cwd=tmp_path)
+    line = one_line_error(r.returncode, r.stderr)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert str(tmp_path / "missing") in line and hint in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == []          # nothing written
+
+
 def test_empty_corpus(tmp_path, capsys):
     f = tmp_path / "empty.txt"; f.write_text("")
     code, _, err = run(["train", "--data", f, "--out", tmp_path / "r", *SMALL], capsys)
