@@ -86,10 +86,13 @@ def torch_run(a, budget_s: float) -> dict:
     opt, warm, first = make_opt(model), warmup_steps(S), S
     batches = D.lm_batches(tr, B, T, np.random.default_rng(a.seed))
     s, val_t, mark, replan, reason = 0, 0.0, None, None, "done"   # as mint.budget.Replan: the pace from step 5, validations left out
+    trail = []                                     # (step, training loss) about 40 times, and (step, None, val) per validation
     while s < S:
-        step(model, opt, next(batches), lr_at(s, S, a.lr, warm)); s += 1
+        loss = step(model, opt, next(batches), lr_at(s, S, a.lr, warm)); s += 1
+        if s % max(S // 40, 1) == 0: trail.append((s, round(loss, 4)))
         if s % every == 0 and s < S:
-            tv = time.perf_counter(); evaluate(model, val, a.device, eval_batches); val_t += time.perf_counter() - tv
+            tv = time.perf_counter(); v = evaluate(model, val, a.device, eval_batches); val_t += time.perf_counter() - tv
+            trail.append((s, None, round(v, 4)))
             if replan: val_batch_s = (time.perf_counter() - tv) / eval_batches   # as Mint's time limit: the last validation's cost
         now = time.perf_counter()
         if s == 5: mark = (s, now - val_t)
@@ -102,7 +105,7 @@ def torch_run(a, budget_s: float) -> dict:
     final = evaluate(model, val, a.device)            # the headline: the final weights on the whole validation text
     secs = time.perf_counter() - t0
     return dict(side="PyTorch", first_plan=first, replan=replan, reason=reason, steps=S, step_s=step_s, seconds=secs, total_seconds=time.perf_counter() - t_start,
-                val_loss=final, **bits_summary(final, va, val_s))
+                val_loss=final, **bits_summary(final, va, val_s), trail=trail)
 
 
 def mint_run(a, budget_s: float) -> dict:

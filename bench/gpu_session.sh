@@ -22,6 +22,7 @@
 #   S: batched GPU serving and warm start (issue 18): bench/batch_decode_check.py, bench_serve.py, bench_startup.py (<= 150 s)
 #   U: issue 19 — the tape on the GPU (bench/tape_bench.py), the Muon step as a CUDA graph (bench/muon_step_bench.py),
 #      Muon vs AdamW at medium; YM / YT: the 5-minute budget headline, Mint / the PyTorch peer, one call each
+#   N: the notebooks in $NBS executed on the GPU, their #| gpu records rewritten (also after YM/YT when NBS is set)
 #   GS: the GEMM split (issue 21 item 9) — chapter 20 (training's GEMM, mint.gemm) under nbdev-test on the GPU, every rung of
 #      mint.gemm_ladder checked at 301x257x263, and the bench scripts that import both (gemm_ladder.py, gemm_profile.py)
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
@@ -93,7 +94,20 @@ elif [ "$PART" = YM ] || [ "$PART" = YT ]; then
   side=$([ "$PART" = YM ] && echo mint || echo torch)
   ( time timeout 480 python3 bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --gemm cublas-tf32 --peer-compile --side $side ) > "$OUT/budget_$side.log" 2>&1
   tail -6 "$OUT/budget_$side.log"; tail -1 bench/results/budget_run.jsonl > "$OUT/budget_run_$side.jsonl"; ls -la "$OUT"
-elif [ "$PART" = X ]; then
+  [ -n "${NBS:-}" ] && PART=N    # NBS="nbs/27_recompute.ipynb": the notebooks of part N after the budget run
+fi
+if [ "$PART" = N ]; then
+  # N: the notebooks named in $NBS executed on the GPU one at a time (tools/run_notebooks.py: each #| gpu cell runs for
+  #    real and rewrites its record in bench/results/gpu_cells/, the notebook keeps the skip note there); $NBS_S seconds
+  #    each at most (170 unless set); the notebooks, their records and logs come back in $OUT/n.tar
+  L=/tmp/nlogs; mkdir -p $L
+  for nb in $NBS; do
+    ( time timeout "${NBS_S:-170}" python3 tools/run_notebooks.py "$nb" -j 1 --timeout "$(( ${NBS_S:-170} - 10 ))" ) > "$L/run_$(basename "$nb" .ipynb).log" 2>&1
+    echo "$nb: exit $? at ${SECONDS}s"; grep -v WARNING "$L/run_$(basename "$nb" .ipynb).log" | tail -4
+  done
+  tar cf "$OUT/n.tar" $NBS bench/results/gpu_cells -C /tmp nlogs 2>/dev/null; ls -la "$OUT"
+fi
+if [ "$PART" = X ]; then
   # X: the two ladders W stopped in (03, 11) again after their fixes, and issue 18 on the GPU: bench_decode, bench_serve
   #    (batched decoding on the device, 1/4/16/64 clients), bench_startup (cold and warm); all in $OUT/x.tar
   L=/tmp/xlogs; mkdir -p $L
@@ -228,7 +242,7 @@ elif [ "$PART" = D ]; then
   ( time timeout 180 python3 bench/bench_decode.py --device cuda --presets tiny medium d512 --rounds 3 ) > "$OUT/bench_decode_cuda.log" 2>&1
   tail -12 "$OUT/bench_decode_cuda.log"
   cp bench/results/decode_cuda.jsonl "$OUT/" 2>/dev/null
-else
+elif [ "$PART" = B ]; then
   ( time timeout 270 python3 bench/bench_train_step.py --device cuda --presets medium d512 --rounds 3 --steps 20 --flash ) \
       > "$OUT/bench_train_step_cuda.log" 2>&1
   tail -22 "$OUT/bench_train_step_cuda.log"
