@@ -1,6 +1,7 @@
 """Mint against its PyTorch peer under one time budget: the same data, tokenizer, model, batch and budget; each side
 measures its own step speed and fits its whole schedule (warmup + cosine, periodic and final validation) inside the
-budget; the headline is the validation bits per UTF-8 byte of each side's final weights on the whole validation text.
+budget; the headline is each side's best validation (bits per UTF-8 byte) on the whole validation text, as Mint keeps its
+best checkpoint; the final weights' validation is shown beside it.
 
     nice -n 10 python bench/budget_run.py --budget 10m                  # 2-core CPU, tiny, People's Daily
     H200="--budget 5m --device cuda --preset medium --batch-size 64 --gemm cublas-tf32 --peer-compile"   # each side's fastest
@@ -102,10 +103,14 @@ def torch_run(a, budget_s: float) -> dict:
             replan = dict(step=s, at_s=now - t0, step_s=pace, steps=S)
         if now - t0 > budget_s - len(val) * val_batch_s - (replan or {}).get("step_s", step_s):   # the safety net Mint's time limit is
             S, reason = s, "time_limit"; break
-    final = evaluate(model, val, a.device)            # the headline: the final weights on the whole validation text
+    final = evaluate(model, val, a.device)            # the final weights on the whole validation text
     secs = time.perf_counter() - t0
+    # the headline is the best whole-set validation, as Mint's best checkpoint (chapter 36's `outranks`): the periodic
+    # validations count when they cover the whole set (eval_batches = all of it), and the final one always
+    vals = [(t[0], t[2]) for t in trail if len(t) == 3] if eval_batches == len(val) else []
+    best_step, best = min(vals + [(S, final)], key=lambda x: x[1])
     return dict(side="PyTorch", first_plan=first, replan=replan, reason=reason, steps=S, step_s=step_s, seconds=secs, total_seconds=time.perf_counter() - t_start,
-                val_loss=final, **bits_summary(final, va, val_s), trail=trail)
+                val_loss=best, best_step=best_step, last_val_loss=final, **bits_summary(best, va, val_s), trail=trail)
 
 
 def mint_run(a, budget_s: float) -> dict:
@@ -123,7 +128,8 @@ def mint_run(a, budget_s: float) -> dict:
     if rep["best_batches"] != rep["val_batches"]:
         raise SystemExit(f"Mint's best validation is on {rep['best_batches']} of the {rep['val_batches']} batches ({rep['stopped']}): not comparable")
     return dict(side="Mint", first_plan=b["steps"], replan=replan, reason=rep["reason"], steps=rep["steps"], step_s=b["step_s"], seconds=b["used_s"],
-                total_seconds=time.perf_counter() - t0, val_loss=rep["val_loss"], best_batches=rep["best_batches"], **rep["bits"])
+                total_seconds=time.perf_counter() - t0, val_loss=rep["val_loss"], best_batches=rep["best_batches"],
+                best_step=rep["best_step"], last_val_loss=rep["last_val_loss"], **rep["bits"])
 
 
 def settings(a) -> dict:
@@ -150,7 +156,17 @@ def latest_pair(a) -> list[dict]:
             found[r["side"]] = {**r, "side": f"{r['side']} ({rec['date'][:16]}, {rec['host'].get('device', '?')}){' *' if r.get('rescaled') else ''}"}
     missing = [s for s in ("Mint", "PyTorch") if s not in found]
     if missing: raise SystemExit(f"{path}: no {' or '.join(missing)} row recorded with {settings(a)}")
-    return [found["Mint"], found["PyTorch"]]
+    return [found["Mint"], best_of_trail(found["PyTorch"], found["Mint"].get("best_batches"))]
+
+
+def best_of_trail(row: dict, n_val: int | None) -> dict:
+    "A PyTorch row recorded on 2026-12-03 before the peer kept its best validation (its `val_loss` is the final weights'): scored, as Mint's best checkpoint is, by the best whole-set validation of its trail, when its periodic validations covered the whole set (`n_val`, the Mint row's validation batches, ≤ 16 = the peer's eval_batches). Units rescale with nats/token. Other rows are returned as they are."
+    vals = [(t[0], t[2]) for t in row.get("trail", []) if len(t) == 3]
+    if "best_step" in row or not vals or not n_val or n_val > 16: return row
+    best_step, best = min(vals + [(row["steps"], row["val_loss"])], key=lambda x: x[1])
+    k = best / row["nats_per_token"]
+    return {**row, **{u: row[u] * k for u in ("nats_per_token", "bits_per_char", "bits_per_byte")}, "val_loss": best,
+            "best_step": best_step, "last_val_loss": row["val_loss"], "side": row["side"] + " †"}
 
 
 def main(argv=None):
@@ -179,11 +195,14 @@ def main(argv=None):
     for r in rows: r["replan_step_s"] = r["replan"]["step_s"] if r["replan"] else float("nan")
     print(benchlib.table(rows, [("side", "side", ""), ("first_plan", "planned", ","), ("steps", "steps", ","), ("reason", "ended", ""),
                                 ("step_s", "s/step measured", ".3f"), ("replan_step_s", "s/step in the run", ".3f"),
-                                ("seconds", "budget used (s)", ".0f"), ("val_loss", "val (nats/token)", ".4f"),
+                                ("seconds", "budget used (s)", ".0f"), ("best_step", "best at step", ","),
+                                ("last_val_loss", "final weights' val", ".4f"), ("val_loss", "best val (nats/token)", ".4f"),
                                 ("bits_per_byte", "bits/byte", ".4f"), ("unigram_bits_per_byte", "unigram", ".4f"),
                                 ("lzma_bits_per_byte", "lzma -9e", ".4f")]))
     if any(r.get("rescaled") for r in rows):
         print("* recorded before 2026-12-03 with the bits of its best 16-batch validation: shown here on the whole text (its val_loss)")
+    if any(r["side"].endswith("†") for r in rows):
+        print("† recorded before the peer kept its best validation: scored here by the best whole-set validation of its trail, as Mint's best checkpoint")
     if not a.pair: print(f"recorded in {path.relative_to(benchlib.ROOT)}")
 
 

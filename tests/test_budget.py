@@ -165,22 +165,40 @@ def test_best_compares_like_with_like(tmp_path):
     assert (res.steps, st.best_val, st.best_step, st.best_batches) == (10, 0.95, 10, 1)
 
 
-def test_readme_budget_table_agrees_with_the_recorded_pair(capsys):
-    "The README's 10-minute CPU row quotes what `bench/budget_run.py --budget 10m --pair` prints from the record (each side's"
-    " final weights on the whole validation text; a pre-2026-12-03 Mint row is rescaled to its whole-set val_loss), and the bold"
-    " one is the lower bits/byte."
-    import importlib.util, re, sys
+def _pair_and_readme_row(capsys, args: list, readme_prefix: str):
+    "bits/byte of Mint and the peer as `bench/budget_run.py ARGS --pair` prints them, and the README's row starting with `readme_prefix`, split."
+    import importlib.util, sys
     from pathlib import Path
     root = Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(root / "bench"))
     spec = importlib.util.spec_from_file_location("budget_run", root / "bench" / "budget_run.py")
     br = importlib.util.module_from_spec(spec); spec.loader.exec_module(br)
-    br.main(["--budget", "10m", "--pair"])
-    rows = [l.split("|") for l in capsys.readouterr().out.splitlines() if l.startswith(("| Mint", "| PyTorch"))]
-    mint_b, peer_b = (float(r[9]) for r in rows)                     # the bits/byte column
-    line = next(l for l in (root / "README.md").read_text(encoding="utf-8").splitlines() if l.startswith("| 10 min, 2-core"))
+    br.main([*args, "--pair"])
+    lines = capsys.readouterr().out.splitlines()
+    col = [c.strip() for c in lines[0].split("|")].index("bits/byte")
+    rows = [l.split("|") for l in lines if l.startswith(("| Mint", "| PyTorch"))]
+    mint_b, peer_b = (float(r[col]) for r in rows)
+    line = next(l for l in (root / "README.md").read_text(encoding="utf-8").splitlines() if l.startswith(readme_prefix))
+    return mint_b, peer_b, line
+
+
+def _check_row(mint_b, peer_b, line):
     cells = [c.strip() for c in line.split("|")]
     assert cells[2].startswith(f"{mint_b:.3f} ") or cells[2].startswith(f"**{mint_b:.3f}**"), (cells[2], mint_b)
     assert cells[3].startswith(f"**{peer_b:.3f}**") or cells[3].startswith(f"{peer_b:.3f} "), (cells[3], peer_b)
     winner = 2 if mint_b < peer_b else 3
     assert cells[winner].startswith("**") and not cells[5 - winner].startswith("**"), line
+
+
+def test_readme_budget_table_agrees_with_the_recorded_pair(capsys):
+    "The README's 10-minute CPU row quotes what `bench/budget_run.py --budget 10m --pair` prints from the record (each side's"
+    " final weights on the whole validation text; a pre-2026-12-03 Mint row is rescaled to its whole-set val_loss), and the bold"
+    " one is the lower bits/byte."
+    _check_row(*_pair_and_readme_row(capsys, ["--budget", "10m"], "| 10 min, 2-core"))
+
+
+def test_readme_h200_budget_row_agrees_with_the_recorded_pair(capsys):
+    "The README's 5-minute H200 row quotes `--pair` for the H200 settings (each side's best whole-set validation; the peer's"
+    " row recorded before it kept its best is scored from its trail), and the bold one is the lower bits/byte."
+    args = ["--budget", "5m", "--device", "cuda", "--preset", "medium", "--batch-size", "64", "--gemm", "cublas-tf32", "--peer-compile"]
+    _check_row(*_pair_and_readme_row(capsys, args, "| 5 min, H200"))
