@@ -105,7 +105,8 @@ if [ "$PART" = N ]; then
     ( time timeout "${NBS_S:-170}" python3 tools/run_notebooks.py "$nb" -j 1 --timeout "$(( ${NBS_S:-170} - 10 ))" ) > "$L/run_$(basename "$nb" .ipynb).log" 2>&1
     echo "$nb: exit $? at ${SECONDS}s"; grep -v WARNING "$L/run_$(basename "$nb" .ipynb).log" | tail -4
   done
-  tar cf "$OUT/n.tar" $NBS bench/results/gpu_cells -C /tmp nlogs 2>/dev/null; ls -la "$OUT"
+  # with the records the chapters write beside gpu_cells (24: tensor_cores_v8_h200.json; it did not come back on 12-03)
+  tar cf "$OUT/n.tar" $NBS bench/results/gpu_cells $(ls bench/results/tensor_cores*_h200.json 2>/dev/null) -C /tmp nlogs 2>/dev/null; ls -la "$OUT"
 fi
 if [ "$PART" = X ]; then
   # X: the two ladders W stopped in (03, 11) again after their fixes, and issue 18 on the GPU: bench_decode, bench_serve
