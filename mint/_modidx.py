@@ -191,6 +191,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                            'mint.core.show_figures_in_ipython': ('core.html#show_figures_in_ipython', 'mint/core.py'),
                            'mint.core.simulator_enabled': ('core.html#simulator_enabled', 'mint/core.py'),
                            'mint.core.skip_gpu_cells_without_gpu': ('core.html#skip_gpu_cells_without_gpu', 'mint/core.py'),
+                           'mint.core.stable_widget_ids': ('core.html#stable_widget_ids', 'mint/core.py'),
                            'mint.core.temp_dir': ('core.html#temp_dir', 'mint/core.py'),
                            'mint.core.token_label': ('core.html#token_label', 'mint/core.py'),
                            'mint.core.use_simulator_without_gpu': ('core.html#use_simulator_without_gpu', 'mint/core.py'),
