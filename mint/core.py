@@ -13,7 +13,7 @@ __all__ = ['PRESETS', 'ARCHS', 'PEAK_TFLOPS', 'ModelConfig', 'preset', 'seed_eve
            'cuda_driver_found', 'no_gpu_reason', 'get_device', 'on_device', 'gpu_info', 'peak_tflops', 'mfu',
            'use_simulator_without_gpu', 'gpu_cell_skipped', 'skip_gpu_cells_without_gpu', 'numerical_grad', 'rel_error',
            'cdiv', 'read_json', 'remove_at_exit', 'temp_dir', 'cjk_fonts', 'token_label', 'figure_png',
-           'show_figures_in_ipython', 'widget_panel', 'nbdev_test_summary', 'kernel_cache_dir']
+           'show_figures_in_ipython', 'stable_widget_ids', 'widget_panel', 'nbdev_test_summary', 'kernel_cache_dir']
 
 # %% ../nbs/00_core.ipynb #7d86c30c
 if not hasattr(np, "row_stack"):  # numpy >= 2.5 dropped it; numba-cuda 0.30.4 still calls it at compile time
@@ -316,9 +316,23 @@ def show_figures_in_ipython():
     if Figure not in fmt.type_printers: fmt.for_type(Figure, figure_png)
 
 # %% ../nbs/00_core.ipynb #16a33aa1
+_widget_ids = None
+
+def stable_widget_ids():
+    """From now on, give each new ipywidget the model id `mint-widget-N` (N counts widgets made in this kernel), not a random one.
+    A stored widget output and the notebook's widget state are keyed by model id: random ids change the file on every Run All."""
+    global _widget_ids
+    import itertools, uuid
+    import ipywidgets as W
+    if _widget_ids is None: _widget_ids = itertools.count()
+    def name(w):
+        if getattr(w, "_model_id", None) is None: w._model_id = uuid.uuid5(uuid.NAMESPACE_URL, f"mint-widget-{next(_widget_ids)}").hex
+    W.Widget.on_widget_constructed(name)     # called in Widget.__init__ before its comm opens with `_model_id`
+
 def widget_panel(draw, controls: dict, columns: int = 3):
     "ipywidgets panel: `controls` (name -> widget) in rows of `columns` above one output redrawn by `draw(**values)` on every change."
     import ipywidgets as W
+    stable_widget_ids()
     out = W.interactive_output(draw, controls)
     items = list(controls.values())
     for w in items: w.style.description_width = "initial"          # labels are not cut to "temperat…"

@@ -9,7 +9,8 @@ from pathlib import Path
 from .core import simulator_enabled
 
 # %% auto #0
-__all__ = ['COUNTER_KEYS', 'TransferCounter', 'records_dir', 'read_record', 'gpu_record', 'show_gpu_record']
+__all__ = ['COUNTER_KEYS', 'TransferCounter', 'records_dir', 'read_record', 'gpu_record', 'show_gpu_record', 'cpu_records_dir',
+           'cpu_timing']
 
 # %% ../nbs/22_counters.ipynb #61927419
 COUNTER_KEYS = ("alloc", "alloc_bytes", "host_alloc", "h2d", "h2d_bytes", "d2h", "d2h_bytes", "d2d", "launches")
@@ -174,3 +175,40 @@ def show_gpu_record(key: str) -> dict | None:
     print(f"measured on {rec['device']}, {rec['date']} (bench/results/gpu_cells/{path.name}):")
     print(rec["output"], end="" if rec["output"].endswith("\n") else "\n")
     return rec
+
+# %% ../nbs/22_counters.ipynb #aeba5a47
+def cpu_records_dir() -> Path:
+    "Where CPU timing records live: `$MINT_CPU_RECORDS`, else bench/results/cpu_cells of the clone `mint` was imported from."
+    import mint
+    env = os.environ.get("MINT_CPU_RECORDS")
+    return Path(env) if env else Path(mint.__file__).resolve().parent.parent / "bench" / "results" / "cpu_cells"
+
+def _cpu_name() -> str:
+    import platform
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"): return line.split(":", 1)[1].strip()
+    except OSError: pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+@contextlib.contextmanager
+def cpu_timing(key: str):
+    "Around a cell's body that prints CPU wall times: print the record `key` instead (stored first from this run when `$MINT_RECORD_CPU` is 1)."
+    from mint.checkpoint import atomic_write
+    chapter, sep, name = key.partition("/")
+    if not (sep and chapter and name): raise ValueError(f"a CPU record key is 'chapter/name', got {key!r}")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf): yield
+    path = cpu_records_dir() / f"{chapter}.json"
+    recs = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if os.environ.get("MINT_RECORD_CPU") == "1":
+        recs[name] = {"cpu": _cpu_name(), "cores": os.cpu_count(), "date": datetime.date.today().isoformat(), "output": buf.getvalue()}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, json.dumps(recs, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+    rec = recs.get(name)
+    if rec is None:
+        print(f"no CPU record {key!r} yet (MINT_RECORD_CPU=1 stores one in bench/results/cpu_cells/{path.name}); this run:")
+        print(buf.getvalue(), end="")
+    else:
+        print(f"measured on {rec['cpu']} ({rec['cores']} cores), {rec['date']} (bench/results/cpu_cells/{path.name}):")
+        print(rec["output"], end="" if rec["output"].endswith("\n") else "\n")

@@ -404,8 +404,8 @@ def sampling_widget(params, cfg: ModelConfig, vocab: Vocab, prompt: str = "ä¸­å›
     "Sliders for temperature, top-k and top-p, a prompt box and a seed over `sampling_playground`'s bars and continuation."
     import ipywidgets as W
     from IPython.display import display
-    from mint.core import widget_panel, show_figures_in_ipython
-    show_figures_in_ipython()
+    from mint.core import widget_panel, show_figures_in_ipython, stable_widget_ids
+    show_figures_in_ipython(); stable_widget_ids()
     def draw(prompt, temperature, top_k, top_p, seed):
         try: fig, text = sampling_playground(params, cfg, vocab, prompt, temperature, top_k, top_p, seed)
         except ValueError as e: return print(e)

@@ -231,7 +231,8 @@ def norm_widget():
     "Sliders for the input scale (log), length and seed over `plot_norm_playground`."
     import ipywidgets as W
     from IPython.display import display
-    from mint.core import widget_panel
+    from mint.core import widget_panel, stable_widget_ids
+    stable_widget_ids()
     cu = dict(continuous_update=False)
     return widget_panel(lambda scale, n, seed: display(plot_norm_playground(norm_playground(scale, n, seed))),
                         dict(scale=W.FloatLogSlider(10.0, base=10, min=-2, max=21, step=0.25, description="scale", **cu),

@@ -235,16 +235,17 @@ def gemm_playground(M: int = 13, K: int = 19, N: int = 7, tile: int = TILE, seed
 
 # %% ../nbs/04_matmul.ipynb #b4b83b7c
 def gemm_summary(r: dict) -> str:
-    "One line for a `gemm_playground` result."
+    "One line for a `gemm_playground` result; in the simulator without the time, which changes from run to run and says nothing of a GPU."
+    timing = "simulator" if r["where"] == "simulator" else f"{r['seconds'] * 1e3:.2f} ms per call, {r['gflops']:.3g} GFLOP/s, GPU"
     return (f"{r['M']}×{r['K']}·{r['K']}×{r['N']}, tile {r['tile']}: block {r['block'][0]}×{r['block'][1]}, grid "
-            f"{r['grid'][0]}×{r['grid'][1]} ({r['threads']:,} threads), rel. error {r['rel_error']:.1e}, "
-            f"{r['seconds'] * 1e3:.2f} ms per call, {r['gflops']:.3g} GFLOP/s ({r['where']})")
+            f"{r['grid'][0]}×{r['grid'][1]} ({r['threads']:,} threads), rel. error {r['rel_error']:.1e} ({timing})")
 
 # %% ../nbs/04_matmul.ipynb #d1c121fd
 def gemm_widget(max_size: int | None = None):
     "Sliders for tile size and M, K, N over `gemm_playground` (sizes up to 64 in the simulator, 4096 on a GPU)."
     import ipywidgets as W
-    from mint.core import widget_panel, simulator_enabled
+    from mint.core import widget_panel, simulator_enabled, stable_widget_ids
+    stable_widget_ids()
     hi = max_size or (64 if simulator_enabled() else 4096)
     cu = dict(continuous_update=False)
     dims = {k: W.IntSlider(v, min=1, max=hi, description=k, **cu) for k, v in (("M", 13), ("K", 19), ("N", 7))}

@@ -552,11 +552,12 @@ def attention_widget(params, cfg, vocab, text: str = "中国人民银行今天�
     "A sentence box and layer/head choices over `plot_attention` of a trained model."
     import ipywidgets as W
     from IPython.display import display
-    from mint.core import widget_panel
+    from mint.core import widget_panel, stable_widget_ids
+    stable_widget_ids()
     def draw(text, layer, head):
         if not text: return print("type a sentence")
         display(plot_attention(*attention_maps(params, cfg, vocab, text), layer, head))
     every = lambda n: [("all", None)] + [(str(i), i) for i in range(n)]
     return widget_panel(draw, dict(text=W.Text(text, description="sentence", continuous_update=False),
-                                   layer=W.Dropdown(options=every(cfg.n_layers), description="layer"),
-                                   head=W.Dropdown(options=every(cfg.n_heads), description="head")))
+                                   layer=W.Dropdown(options=every(cfg.n_layers), index=0, description="layer"),
+                                   head=W.Dropdown(options=every(cfg.n_heads), index=0, description="head")))

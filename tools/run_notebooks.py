@@ -11,7 +11,9 @@ a GPU each prints its skip note, which is what is stored; on a GPU each runs for
 its record (`with gpu_record(...)`, bench/results/gpu_cells/CHAPTER.json, shown by the `show_gpu_record` cell after
 it, which this run refreshes), and then its stored output is set to the skip note as well. So the stored notebook is
 the same on every machine, a Run All without a GPU changes nothing, and the GPU evidence lives in the records. (A GPU
-cell that fails keeps its error, for `tools/check_outputs.py` to flag.) A cell's printed text is stored as one stream
+cell that fails keeps its error, for `tools/check_outputs.py` to flag.) CPU wall times are the same kind of evidence: a cell
+prints them inside `with cpu_timing(...)` (mint.counters), which shows the record in bench/results/cpu_cells/CHAPTER.json;
+run with `MINT_RECORD_CPU=1` in the environment to measure them again and rewrite those records. A cell's printed text is stored as one stream
 output per stream (JupyterLab merges them too; kept apart, they would split wherever the kernel happened to flush).
 Widget states are stored, so the widgets render in a static view. Then `nbdev-clean` normalises the files, and
 `tools/check_outputs.py` checks them (hygiene and evidence: see its docstring).
