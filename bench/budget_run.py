@@ -82,6 +82,10 @@ def torch_run(a, budget_s: float) -> dict:
     eval_batches = min(16, len(val))
     left = budget_s - (time.perf_counter() - t0)
     S = plan_steps(left, step_s, val_batch_s, 10**9, eval_batches, len(val))
+    if S < 1:
+        raise SystemExit(f"the peer's budget of {budget_s:.0f} s was spent before its first step ({time.perf_counter() - t0:.0f} s measuring"
+                         f"{', compile included' if a.peer_compile else ''}; a step {step_s:.3f} s, a validation batch {val_batch_s:.3f} s): "
+                         f"give a larger --budget{' or leave out --peer-compile' if a.peer_compile else ''}")
     every = max(S // 5, 1)
     S = plan_steps(left, step_s, val_batch_s, every, eval_batches, len(val))
     opt, warm, first = make_opt(model), warmup_steps(S), S
