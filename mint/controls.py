@@ -91,6 +91,8 @@ class BackgroundRun:
 def save_button(run):
     "An ipywidgets button that asks `run` (a `BackgroundRun`, or a `TrainControl`) to save a checkpoint now."
     import ipywidgets as widgets
+    from mint.core import stable_widget_ids
+    stable_widget_ids()                                   # the stored widget state keeps its ids from one Run All to the next
     control = getattr(run, "control", run)
     b = widgets.Button(description="Save now", icon="save", tooltip="write RUN/step-NNNNNN.safetensors and carry on")
     b.on_click(lambda _: control.request_save())
