@@ -9,7 +9,7 @@ from pathlib import Path
 from .core import simulator_enabled
 
 # %% auto #0
-__all__ = ['COUNTER_KEYS', 'TransferCounter', 'records_dir', 'read_record', 'gpu_record', 'show_gpu_record', 'cpu_records_dir',
+__all__ = ['COUNTER_KEYS', 'RECORD_KINDS', 'TransferCounter', 'records_dir', 'read_record', 'gpu_record', 'show_gpu_record',
            'cpu_timing']
 
 # %% ../nbs/22_counters.ipynb #61927419
@@ -125,22 +125,33 @@ def _uninstall() -> None:
         setattr(owner, name, orig)
 
 # %% ../nbs/22_counters.ipynb #d04eba44
-def records_dir() -> Path:
-    "Where GPU records live: `$MINT_GPU_RECORDS`, else bench/results/gpu_cells of the clone `mint` was imported from."
+RECORD_KINDS = {"gpu": "MINT_GPU_RECORDS", "cpu": "MINT_CPU_RECORDS"}   # kind -> the env var that moves its folder
+
+def records_dir(kind: str = "gpu") -> Path:
+    "Where GPU (or CPU timing) records live: `$MINT_GPU_RECORDS` (`$MINT_CPU_RECORDS`), else bench/results/gpu_cells (cpu_cells) of the clone `mint` was imported from."
     import mint
-    env = os.environ.get("MINT_GPU_RECORDS")
-    return Path(env) if env else Path(mint.__file__).resolve().parent.parent / "bench" / "results" / "gpu_cells"
+    env = os.environ.get(RECORD_KINDS[kind])
+    return Path(env) if env else Path(mint.__file__).resolve().parent.parent / "bench" / "results" / f"{kind}_cells"
 
 # %% ../nbs/22_counters.ipynb #4baaead4
-def _record_file(key: str) -> tuple:
+def _record_file(key: str, kind: str = "gpu") -> tuple:
     chapter, sep, name = key.partition("/")
-    if not (sep and chapter and name): raise ValueError(f"a GPU record key is 'chapter/name', got {key!r}")
-    return records_dir() / f"{chapter}.json", name
+    if not (sep and chapter and name): raise ValueError(f"a {kind.upper()} record key is 'chapter/name', got {key!r}")
+    return records_dir(kind) / f"{chapter}.json", name
 
-def read_record(key: str) -> dict | None:
+def read_record(key: str, kind: str = "gpu") -> dict | None:
     "The record stored under `key` ('chapter/name'), or None."
-    path, name = _record_file(key)
+    path, name = _record_file(key, kind)
     return json.loads(path.read_text(encoding="utf-8")).get(name) if path.is_file() else None
+
+def _store_record(key: str, rec: dict, kind: str = "gpu") -> None:
+    "Store `rec` under `key` in its chapter's JSON, beside the records already there (written atomically)."
+    from mint.checkpoint import atomic_write
+    path, name = _record_file(key, kind)
+    recs = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    recs[name] = rec
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, json.dumps(recs, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
 
 # %% ../nbs/22_counters.ipynb #1a485dba
 class _Tee(io.TextIOBase):
@@ -153,16 +164,12 @@ class _Tee(io.TextIOBase):
 @contextlib.contextmanager
 def gpu_record(key: str, device: str | None = None):
     "Around a `#| gpu` cell's body: what it prints shows as usual and, when the body succeeds, is stored under `key` with device and date."
-    from mint.checkpoint import atomic_write
     from mint.core import gpu_info
     tee = _Tee(sys.stdout)
     with contextlib.redirect_stdout(tee): yield
     info = gpu_info() or {}
-    path, name = _record_file(key)
-    recs = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    recs[name] = {"device": device or info.get("device", "unknown"), "date": datetime.date.today().isoformat(),
-                  "numba-cuda": info.get("numba-cuda"), "output": tee.buf.getvalue()}
-    atomic_write(path, json.dumps(recs, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+    _store_record(key, {"device": device or info.get("device", "unknown"), "date": datetime.date.today().isoformat(),
+                        "numba-cuda": info.get("numba-cuda"), "output": tee.buf.getvalue()})
 
 # %% ../nbs/22_counters.ipynb #237685bc
 def show_gpu_record(key: str) -> dict | None:
@@ -177,12 +184,6 @@ def show_gpu_record(key: str) -> dict | None:
     return rec
 
 # %% ../nbs/22_counters.ipynb #aeba5a47
-def cpu_records_dir() -> Path:
-    "Where CPU timing records live: `$MINT_CPU_RECORDS`, else bench/results/cpu_cells of the clone `mint` was imported from."
-    import mint
-    env = os.environ.get("MINT_CPU_RECORDS")
-    return Path(env) if env else Path(mint.__file__).resolve().parent.parent / "bench" / "results" / "cpu_cells"
-
 def _cpu_name() -> str:
     import platform
     try:
@@ -194,18 +195,12 @@ def _cpu_name() -> str:
 @contextlib.contextmanager
 def cpu_timing(key: str):
     "Around a cell's body that prints CPU wall times: print the record `key` instead (stored first from this run when `$MINT_RECORD_CPU` is 1)."
-    from mint.checkpoint import atomic_write
-    chapter, sep, name = key.partition("/")
-    if not (sep and chapter and name): raise ValueError(f"a CPU record key is 'chapter/name', got {key!r}")
+    path = _record_file(key, "cpu")[0]
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf): yield
-    path = cpu_records_dir() / f"{chapter}.json"
-    recs = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     if os.environ.get("MINT_RECORD_CPU") == "1":
-        recs[name] = {"cpu": _cpu_name(), "cores": os.cpu_count(), "date": datetime.date.today().isoformat(), "output": buf.getvalue()}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, json.dumps(recs, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
-    rec = recs.get(name)
+        _store_record(key, {"cpu": _cpu_name(), "cores": os.cpu_count(), "date": datetime.date.today().isoformat(), "output": buf.getvalue()}, "cpu")
+    rec = read_record(key, "cpu")
     if rec is None:
         print(f"no CPU record {key!r} yet (MINT_RECORD_CPU=1 stores one in bench/results/cpu_cells/{path.name}); this run:")
         print(buf.getvalue(), end="")
