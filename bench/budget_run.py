@@ -86,7 +86,7 @@ def torch_run(a, budget_s: float) -> dict:
         raise SystemExit(f"the peer's budget of {budget_s:.0f} s was spent before its first step ({time.perf_counter() - t0:.0f} s measuring"
                          f"{', compile included' if a.peer_compile else ''}; a step {step_s:.3f} s, a validation batch {val_batch_s:.3f} s): "
                          f"give a larger --budget{' or leave out --peer-compile' if a.peer_compile else ''}")
-    every = max(S // 5, 1)
+    every = max(S // 20, 1)                        # about twenty validations, as mint.budget.fit_budget
     S = plan_steps(left, step_s, val_batch_s, every, eval_batches, len(val))
     opt, warm, first = make_opt(model), warmup_steps(S), S
     batches = D.lm_batches(tr, B, T, np.random.default_rng(a.seed))
@@ -120,10 +120,13 @@ def torch_run(a, budget_s: float) -> dict:
 def mint_run(a, budget_s: float) -> dict:
     from mint.gemm import gemm_provider
     t0 = time.perf_counter()
+    out = temp_dir() / "run"
     with gemm_provider(a.gemm): rep = train_corpus("peoples_daily", a.preset, TrainConfig(batch_size=a.batch_size, lr=a.lr, seed=a.seed),
-                       temp_dir() / "run", max_samples=a.max_lines, device=a.device, progress=False,
+                       out, max_samples=a.max_lines, device=a.device, progress=False,
                        log=lambda *x, **k: None, tokenizer=a.tokenizer, vocab_size=a.vocab_size, budget=budget_s)
     b = rep["budget"]
+    hist = json.loads((out / "history.json").read_text(encoding="utf-8"))
+    trail = [(s, None, round(v, 4)) for s, v in zip(hist["val_step"], hist["val_loss"])]   # as the peer's: (step, None, val)
     replan = dict(step=b["replan_step"], at_s=b["replan_at_s"], step_s=b["replan_step_s"], steps=b["replanned_steps"]) if b["replanned_steps"] else None
     # Like with like: the peer scores its final weights on the whole validation set. A budget run's periodic validations
     # use a 16-batch subset; the loop compares only validations of the same batches and the whole set outranks a subset
@@ -133,7 +136,7 @@ def mint_run(a, budget_s: float) -> dict:
         raise SystemExit(f"Mint's best validation is on {rep['best_batches']} of the {rep['val_batches']} batches ({rep['stopped']}): not comparable")
     return dict(side="Mint", first_plan=b["steps"], replan=replan, reason=rep["reason"], steps=rep["steps"], step_s=b["step_s"], seconds=b["used_s"],
                 total_seconds=time.perf_counter() - t0, val_loss=rep["val_loss"], best_batches=rep["best_batches"],
-                best_step=rep["best_step"], last_val_loss=rep["last_val_loss"], **rep["bits"])
+                best_step=rep["best_step"], last_val_loss=rep["last_val_loss"], **rep["bits"], trail=trail)
 
 
 def settings(a) -> dict:

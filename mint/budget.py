@@ -91,7 +91,7 @@ def fit_budget(make_engine, tcfg, sample_batches, val: list, budget_s: float, n_
     spent = _now() - t0
     eval_batches, final = min(tcfg.eval_batches or 16, len(val)), 2 * len(val)
     S0 = plan_steps(budget_s - spent, step_s, val_batch_s, 10**9, eval_batches, final)
-    every = max(S0 // 5, 1)                                   # about five validations along the way
+    every = max(S0 // 20, 1)                                  # about twenty validations along the way
     S = plan_steps(budget_s - spent, step_s, val_batch_s, every, eval_batches, final)
     if S < 1:
         raise ValueError(f"--budget {format_budget(budget_s)}: not even one step fits in the {budget_s - spent:.0f} s left after measuring "
