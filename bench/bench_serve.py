@@ -84,6 +84,21 @@ def load(base: str, clients: int, requests: int, max_tokens: int, prompt_len: in
                 p50_s=statistics.median(lat), p95_s=lat[min(len(lat) - 1, int(round(0.95 * (len(lat) - 1))))])
 
 
+def health(base: str) -> dict:
+    "The batcher's counters from /health (None without a batcher)."
+    import httpx
+    return httpx.get(base + "/health").json()["slots"]
+
+
+def split(h0, h1, wall: float) -> dict:
+    "Where the batch thread's time went between two /health reads: steps, ms per step, of which the forward (`dec.step`: uploads, the launches or graph, the logits' copy back), picking the tokens, and the rest of the wall time per step (the batch loop's own work, waiting for requests, HTTP); the most requests in one step so far."
+    if not h0: return {}
+    n = h1["steps"] - h0["steps"]
+    d = lambda k: (h1["seconds"].get(k, 0) - h0["seconds"].get(k, 0)) * 1e3 / max(n, 1)
+    return dict(steps=n, ms_per_step=wall * 1e3 / max(n, 1), forward_ms=d("step"), pick_ms=d("pick"),
+                rest_ms=wall * 1e3 / max(n, 1) - d("step") - d("pick"), peak=h1["peak"], warm_up_s=h1["warm_up_s"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", default="medium", choices=CONFIGS)
@@ -108,10 +123,13 @@ def main():
             load(srv.base, 1, 1, a.max_tokens, a.prompt_len, len(voc))          # warm-up
             for k in range(a.rounds):                                           # rounds alternate the order: drift hits all alike
                 for c in (a.clients if k % 2 == 0 else a.clients[::-1]):
+                    h0 = health(srv.base)
                     r = dict(server=name, round=k, **load(srv.base, c, a.requests, a.max_tokens, a.prompt_len, len(voc), a.temperature))
+                    r.update(split(h0, health(srv.base), r["wall_s"]))
                     rows.append(r)
                     print(f"{name:24s} round {k} {c:3d} clients: {r['tokens_per_s']:8.1f} tokens/s, p50 {r['p50_s']:.2f} s, "
-                          f"p95 {r['p95_s']:.2f} s", flush=True)
+                          f"p95 {r['p95_s']:.2f} s" + (f"; {r['steps']} steps of {r['ms_per_step']:.2f} ms: forward {r['forward_ms']:.2f}, "
+                          f"picking {r['pick_ms']:.2f}, the rest {r['rest_ms']:.2f}; up to {r['peak']} requests a step" if "steps" in r else ""), flush=True)
         finally: srv.close()
     one = {(r["server"], r["round"]): r for r in rows if r["clients"] == a.clients[0]}
     for r in rows:                                  # ratios to the same round's first client count (1): within one process, minutes apart

@@ -15,7 +15,7 @@ from .model import Workspace, KVCache, RowsKV, views, forward
 
 # %% auto #0
 __all__ = ['NEVER_SAMPLED', 'serial_loops', 'Decoder', 'replay', 'allowed_logits', 'check_sampling', 'top_order', 'tempered',
-           'sample_next', 'pick_next', 'stream', 'check_prompt', 'generate', 'BatchDecoder', 'bucket',
+           'sample_next', 'pick_next', 'pick_greedy', 'stream', 'check_prompt', 'generate', 'BatchDecoder', 'bucket',
            'sampling_stages', 'plot_sampling_stages', 'next_token_logits', 'sampling_playground', 'sampling_widget']
 
 # %% ../nbs/14_generate.ipynb #b168a456
@@ -186,6 +186,17 @@ def pick_next(logits, temperature: float, top_k: int, top_p: float, rng, pos: in
     t = sample_next(allowed_logits(logits), temperature, top_k, top_p, rng)
     return None if t == EOS else t
 
+# %% ../nbs/14_generate.ipynb #a7c10e02
+def pick_greedy(rows) -> list:
+    "`pick_next` at temperature 0 for each of the logit `rows` (`[V]` each) in one pass over them stacked: a token id, or None where that sequence ends (`<eos>`, or non-finite logits: warned once for all of them)."
+    Z = np.array(np.stack(rows), np.float64)
+    bad = ~np.isfinite(Z).all(axis=1)
+    if bad.any(): warnings.warn(f"non-finite logits in {int(bad.sum())} of {len(Z)} sequences (are the weights diverged?): "
+                                "their generation stopped", RuntimeWarning, stacklevel=2)
+    Z[:, [t for t in NEVER_SAMPLED if t < Z.shape[1]]] = -np.inf
+    return [None if b or t == EOS else int(t) for t, b in zip(Z.argmax(axis=1), bad)]
+
+
 # %% ../nbs/14_generate.ipynb #0d6f083c
 def stream(dec: Decoder, prompt_ids, max_new_tokens: int, temperature: float = 0.7, top_k: int = 50,
            top_p: float = 0.9, rng=None, slide: bool = False) -> Iterator[int]:
@@ -339,6 +350,18 @@ def _forward(self: BatchDecoder, ids, pos, rows):
 def remove(self: BatchDecoder, seq: int) -> None:
     "Free the row of `seq` at once (also while its prompt is being read)."
     self._free.append(self.row.pop(seq)); self.todo.pop(seq, None)
+
+# %% ../nbs/14_generate.ipynb #b8d20e02
+@patch
+def warm_up(self: BatchDecoder) -> list:
+    "Run a step of every bucket size kernel by kernel, then record its CUDA graph (GPU; on the CPU nothing to do), so that no request waits for a first run or a recording: the bucket sizes made ready. Every row is −1: no cache entry is read or written."
+    if self.device != "cuda": return []
+    sizes = sorted({bucket(n, self.ws.batch_size) for n in range(1, self.ws.batch_size + 1)})
+    for n in sizes:
+        ids, pos, rows = np.zeros(n, np.int32), np.zeros(n, np.int64), np.full(n, -1, np.int64)
+        for _ in range(2 if self.graphs else 1): self._forward(ids, pos, rows)
+    return sizes
+
 
 # %% ../nbs/14_generate.ipynb #66690ada
 def _softmax(z: np.ndarray) -> np.ndarray:

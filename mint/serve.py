@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import numpy as np
 from .core import ModelConfig
 from .vocab import BOS, EOS, HUMAN, ASSISTANT
-from .generate import Decoder, BatchDecoder, stream, check_sampling, allowed_logits, pick_next
+from .generate import Decoder, BatchDecoder, stream, check_sampling, allowed_logits, pick_next, pick_greedy
 from .chat import reply_room
 from .tokenizer import TextStream, BPETokenizer
 
@@ -293,10 +293,25 @@ class Batcher:
     "Continuous batching over one `BatchDecoder` (`slots` sequences) in a thread of its own; `tokens(...)` is a request's token stream."
     def __init__(self, params, cfg: ModelConfig, slots: int = 16, device: str = "cpu"):
         self.dec = BatchDecoder(params, cfg, slots, device)
+        t0 = time.perf_counter()
+        self.buckets = self.dec.warm_up()                # GPU: every bucket's graph recorded now, not while a request waits
+        self.warm_s = time.perf_counter() - t0
         self.cv, self.waiting, self.running, self.thread = threading.Condition(), collections.deque(), [], None
-        self.steps = 0                                   # batched forwards run (for the tests and the benchmark)
+        self.steps, self.peak = 0, 0                     # batched forwards run, most requests in one (tests, benchmark)
+        self.seconds = collections.Counter()             # the batch thread's time: 'pick' (sampling), 'step' (the forward, copies)
     def status(self) -> dict:
-        return {"busy": len(self.dec.rows), "waiting": len(self.waiting), "total": self.dec.slots, "steps": self.steps}
+        return {"busy": len(self.dec.rows), "waiting": len(self.waiting), "total": self.dec.slots, "steps": self.steps, "peak": self.peak,
+                "seconds": {k: round(v, 4) for k, v in self.seconds.items()}, "warm_up_s": round(self.warm_s, 3)}
+    def _pick(self, rs: list) -> list:
+        "The next token of each request in `rs`: an id, None (it ends) or the exception its own sampling raised; the greedy ones in one pass (`pick_greedy`), the others one by one with their own settings and generators."
+        out, greedy = [None] * len(rs), [i for i, r in enumerate(rs) if r.s.temperature <= 0]
+        if greedy:
+            for i, t in zip(greedy, pick_greedy([rs[i].logits for i in greedy])): out[i] = t
+        for i, r in enumerate(rs):
+            if r.s.temperature <= 0: continue
+            try: out[i] = pick_next(r.logits, r.s.temperature, r.s.top_k, r.s.top_p, r.rng)
+            except Exception as e: out[i] = e
+        return out
     def tokens(self, prompt_ids, cap: int, s: Sampling, rng, cancel=None):
         "Yield `(token, logits)` of one request as the batch makes them; closing the iterator early, or setting the `threading.Event` `cancel`, cancels it (its slot is freed at the next step)."
         r = _Request(prompt_ids, cap, s, rng, cancel)           # all of its preparation here, in the request's own thread
@@ -332,12 +347,15 @@ class Batcher:
                     try: r.seq = self.dec.add(r.prompt)            # its prompt is read by the next steps, beside the others' tokens
                     except Exception as e: r.out.put(e); continue      # this request's prompt: the others go on
                     self.running.append(r)
-                feeds = {}
+                feeds, ready = {}, []
                 for r in list(self.running):
-                    if r.gone(): self._end(r); continue
-                    if r.logits is None: continue                  # its prompt is still being read
-                    try: t = None if r.n >= r.cap else pick_next(r.logits, r.s.temperature, r.s.top_k, r.s.top_p, r.rng)
-                    except Exception as e: self._end(r, e); continue      # its own sampling failed: it alone ends
+                    if r.gone() or r.n >= r.cap: self._end(r); continue
+                    if r.logits is not None: ready.append(r)       # else its prompt is still being read
+                t0 = time.perf_counter()
+                picked = self._pick(ready)
+                self.seconds["pick"] += time.perf_counter() - t0
+                for r, t in zip(ready, picked):
+                    if isinstance(t, Exception): self._end(r, t); continue      # its own sampling failed: it alone ends
                     if t is None: self._end(r); continue
                     r.n += 1
                     r.send(t)
@@ -345,8 +363,10 @@ class Batcher:
                     else: feeds[r.seq] = t
                 if feeds or self.dec.prefilling:
                     batch = list(self.running)
+                    t0 = time.perf_counter()
                     out = self.dec.step(feeds)
-                    self.steps += 1
+                    self.seconds["step"] += time.perf_counter() - t0
+                    self.steps, self.peak = self.steps + 1, max(self.peak, len(self.running))
                     for r in self.running: r.logits = out.get(r.seq, r.logits)
             except Exception as e:                   # a bug of ours: fail this step's requests, keep serving the rest
                 logging.getLogger("mint.serve").exception("batched decoding failed")
@@ -570,6 +590,14 @@ def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: S
     async def streamed(): return StreamingResponse(chunks(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
     return streamed()
 
+# %% ../nbs/41_serve.ipynb #c4e81a02
+def _room_for(slots: int) -> None:
+    "Let this event loop's worker pool (anyio's default limiter, used by Starlette's `run_in_threadpool`) run `2 * slots + 8` threads at once, if it allows fewer: every request waiting on the batch holds one."
+    import anyio.to_thread
+    lim = anyio.to_thread.current_default_thread_limiter()
+    if lim.total_tokens < 2 * slots + 8: lim.total_tokens = 2 * slots + 8
+
+
 # %% ../nbs/41_serve.ipynb #b07b7f77
 def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: str = "127.0.0.1", allow_hosts=(),
                cors=(), api_key: str | None = None, slots: int = 16, device: str = "cpu"):
@@ -606,6 +634,7 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
     def endpoint(chat: bool):
         async def handle(request):
             from starlette.concurrency import run_in_threadpool
+            _room_for(slots)
             try:
                 s, ids = await run_in_threadpool(prepare, await _read_body(request), chat)
                 return await _reply(params, cfg, tok, model_id, batcher, chat, ids, s)

@@ -301,6 +301,32 @@ def test_cancelled_stream_frees_its_slot(slow_server):
     assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 5
 
 
+def test_a_batch_fills_past_the_worker_pool_default(trained):
+    "48 slots and 48 clients at once, not streamed (a request whose reply is one JSON holds a worker thread until its last token, and anyio's default pool of 40 would cap the batch at 40): more than 40 share a batched step, and every reply is whole."
+    import httpx, uvicorn
+    from mint.serve import create_app
+    ck = trained("llama", "char")
+    port = free_port()
+    srv = uvicorn.Server(uvicorn.Config(create_app(ck.params, ck.config, ck.vocab, "tiny", slots=48), host="127.0.0.1", port=port,
+                                       log_level="warning"))
+    th = threading.Thread(target=srv.run, daemon=True); th.start()
+    while not srv.started: time.sleep(0.05)
+    base = f"http://127.0.0.1:{port}"
+    go = threading.Barrier(48)
+    def one(i):
+        body = {"model": "tiny", "prompt": "中国", "max_tokens": 30, "temperature": 0.9, "seed": i}
+        with httpx.Client(timeout=120) as c:
+            go.wait()
+            return c.post(base + "/v1/completions", json=body).json()["usage"]["completion_tokens"]
+    try:
+        with ThreadPoolExecutor(48) as ex: got = list(ex.map(one, range(48)))
+        slots = httpx.get(base + "/health").json()["slots"]
+    finally:
+        srv.should_exit = True; th.join(10)
+    assert all(n > 0 for n in got), got
+    assert slots["peak"] > 40 and slots["busy"] == 0, slots
+
+
 def test_malformed_requests_mid_batch_harm_no_other(server):
     "While 6 streams decode together, malformed requests (bad JSON, NaN, a long prompt, a bad role, a half-sent body) get their 4xx; every stream is what it is alone."
     import httpx
