@@ -19,7 +19,7 @@
 #   L: the kernel ladders (issue 21 item 8) — nbdev-test --flags gpu on 03, 05, 07, 10, 11: their #| gpu cells sweep
 #      block sizes over each ladder's rungs (mint.kernels.sweep_blocks) and write bench/results/gpu_cells/*.json,
 #      copied to $OUT (commit them; then tools/run_notebooks.py on the CPU shows them through show_gpu_record)
-#   S: batched GPU serving and warm start (issue 18): bench/batch_decode_check.py, bench_serve.py, bench_startup.py (<= 150 s)
+#   S: batched GPU serving and warm start (issue 18): bench_serve.py greedy and sampled, batch_decode_check.py, bench_startup.py (<= 300 s)
 #   U: issue 19 — the tape on the GPU (bench/tape_bench.py), the Muon step as a CUDA graph (bench/muon_step_bench.py),
 #      Muon vs AdamW at medium; YM / YT: the 5-minute budget headline, Mint / the PyTorch peer, one call each
 #   N: the notebooks in $NBS executed on the GPU, their #| gpu records rewritten (also after YM/YT when NBS is set)
@@ -134,18 +134,19 @@ elif [ "$PART" = V ]; then
   fi
   tar cf "$OUT/v.tar" nbs/24_tensor_cores.ipynb bench/results/tensor_cores_h200.json bench/results/tensor_cores_v8_h200.json -C /tmp vlogs 2>/dev/null
 elif [ "$PART" = S ]; then
-  # S: issue 18's batched GPU serving and warm start (branch serve, 2026-12-03), <= 150 s: the batched decode step
-  #    (one launch per op, a CUDA graph per batch-size bucket) against a Decoder per sequence on the GPU, greedy and
-  #    seeded, and its ms/step at 1/4/16/64 sequences with and without the graph (bench/batch_decode_check.py); the
-  #    server at 1/4/16/64 clients (bench_serve.py); cold and warm start, with what still compiles warm named
-  #    (bench_startup.py: factory-made kernels are cached now, mint.kernels.factory_jit); all in $OUT/s.tar
+  # S: issue 18's batched GPU serving (<= 300 s): the server at 1/4/16/64 clients, greedy then sampled (bench_serve.py;
+  #    each row splits the ms per step into the forward, picking the tokens and the rest), the batched decode step
+  #    against a Decoder per sequence (bench/batch_decode_check.py), then cold and warm start if time is left
+  #    (bench_startup.py); all in $OUT/s.tar
   L=/tmp/slogs; mkdir -p $L
+  ( time timeout 150 python3 bench/bench_serve.py --device cuda --clients 1 4 16 64 --requests 4 --rounds 2 --slots 64 ) > "$L/bench_serve_cuda.log" 2>&1
+  echo "bench_serve: exit $? at ${SECONDS}s"; grep -E "round|^\|" "$L/bench_serve_cuda.log" | tail -16
+  ( time timeout 80 python3 bench/bench_serve.py --device cuda --clients 1 16 64 --requests 4 --rounds 1 --slots 64 --temperature 0.7 ) > "$L/bench_serve_cuda_sampled.log" 2>&1
+  echo "bench_serve sampled: exit $? at ${SECONDS}s"; grep -E "round|^\|" "$L/bench_serve_cuda_sampled.log" | tail -8
   ( time timeout 45 python3 bench/batch_decode_check.py --device cuda --preset medium --seqs 8 --steps 20 ) > "$L/batch_decode_check_cuda.log" 2>&1
   echo "batch_decode_check: exit $? at ${SECONDS}s"; tail -12 "$L/batch_decode_check_cuda.log"
-  ( time timeout 65 python3 bench/bench_startup.py --device cuda --preset medium --rounds 1 ) > "$L/bench_startup_cuda.log" 2>&1
+  left=$((290 - SECONDS)); [ $left -gt 40 ] && ( time timeout $left python3 bench/bench_startup.py --device cuda --preset medium --rounds 1 ) > "$L/bench_startup_cuda.log" 2>&1
   echo "bench_startup: exit $? at ${SECONDS}s"; tail -10 "$L/bench_startup_cuda.log"
-  left=$((148 - SECONDS)); [ $left -gt 15 ] && ( time timeout $left python3 bench/bench_serve.py --device cuda --clients 1 4 16 64 --requests 2 --rounds 1 --slots 64 ) > "$L/bench_serve_cuda.log" 2>&1
-  echo "bench_serve: exit $? at ${SECONDS}s"; tail -8 "$L/bench_serve_cuda.log"
   cp bench/results/batch_decode_cuda.jsonl bench/results/serve_cuda.jsonl bench/results/startup_cuda.jsonl "$L/" 2>/dev/null
   tar cf "$OUT/s.tar" -C /tmp slogs 2>/dev/null; ls -la "$OUT"
 elif [ "$PART" = F ]; then
