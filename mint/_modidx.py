@@ -865,6 +865,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                              'mint.report._alive': ('report.html#_alive', 'mint/report.py'),
                              'mint.report._component': ('report.html#_component', 'mint/report.py'),
                              'mint.report._css_refs': ('report.html#_css_refs', 'mint/report.py'),
+                             'mint.report._demo_owner': ('report.html#_demo_owner', 'mint/report.py'),
                              'mint.report._e': ('report.html#_e', 'mint/report.py'),
                              'mint.report._kv_table': ('report.html#_kv_table', 'mint/report.py'),
                              'mint.report._num': ('report.html#_num', 'mint/report.py'),

@@ -17,9 +17,9 @@ from .checkpoint import atomic_write, load_checkpoint, runs_dir
 from .loop import TrainConfig
 
 # %% auto #0
-__all__ = ['LM_PROMPTS', 'CHAT_PROMPTS', 'EMPTY_SAMPLE', 'param_table', 'gemm_unit', 'run_mfu', 'plot_history', 'text_curve_line',
-           'LiveCurves', 'figure_svg', 'curves_figure', 'external_references', 'sample_texts', 'run_history',
-           'training_rows', 'bits_table', 'render_report', 'write_report', 'demo_dir']
+__all__ = ['LM_PROMPTS', 'CHAT_PROMPTS', 'EMPTY_SAMPLE', 'DEMO_OWNER', 'param_table', 'gemm_unit', 'run_mfu', 'plot_history',
+           'text_curve_line', 'LiveCurves', 'figure_svg', 'curves_figure', 'external_references', 'sample_texts',
+           'run_history', 'training_rows', 'bits_table', 'render_report', 'write_report', 'demo_dir']
 
 # %% ../nbs/38_report.ipynb #2e6889bb
 def _component(name: str) -> str:
@@ -314,14 +314,25 @@ def _remove_created_at_exit(folder: Path):
         multiprocessing.util.Finalize(None, _rmdir_empty, args=(missing,), exitpriority=0)
 
 # %% ../nbs/38_report.ipynb #db2b3406
+DEMO_OWNER = ".demo-pid"                                  # in each folder demo_dir makes: the id of its process
+
+def _demo_owner(folder: Path) -> int | None:
+    try: return int((folder / DEMO_OWNER).read_text())
+    except (OSError, ValueError): return None
+
 def demo_dir(name: str) -> Path:
-    "A fresh run folder for a chapter's demo, `runs_dir()/_demo-NAME-PID-N` (relative to the working directory), removed when the process ends (and by a later call if the process died); a `runs_dir()` this call had to create goes too if it is empty then."
+    "A fresh run folder for a chapter's demo, made now: `runs_dir()/_demo-NAME-N` (relative to the working directory; N counts this process's calls, skipping a name another live process holds), removed when the process ends (and by a later call if the process died); a `runs_dir()` this call had to create goes too if it is empty then."
     root = runs_dir()
     _remove_created_at_exit(root)                     # registered first, so it runs after the folder's own removal
-    for old in root.glob("_demo-*-*-*"):                  # only folders this function names
-        pid = old.name.rsplit("-", 2)[-2]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)): shutil.rmtree(old, ignore_errors=True)
-    d = root / f"_demo-{name}-{os.getpid()}-{next(_DEMO_COUNT)}"
+    for old in root.glob("_demo-*"):                  # only folders this function made: they hold their process's id
+        pid = _demo_owner(old)
+        if pid is not None and pid != os.getpid() and not _alive(pid): shutil.rmtree(old, ignore_errors=True)
+    while True:                                       # the same names on every Run All (no process id in them)
+        d = root / f"_demo-{name}-{next(_DEMO_COUNT)}"
+        try: d.mkdir(parents=True)
+        except FileExistsError: continue              # a live process's (or this one's, from an earlier count)
+        (d / DEMO_OWNER).write_text(str(os.getpid()))
+        break
     remove_at_exit(d.resolve())                       # also in nbdev-test's worker processes (they skip atexit)
     rel = Path(os.path.relpath(d))
     return rel if not str(rel).startswith(os.pardir * 3) else d      # relative to the notebook: no machine path printed
