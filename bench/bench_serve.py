@@ -6,7 +6,9 @@ thread — what the server did before). Appends a record to bench/results/serve_
     python bench/bench_serve.py --device cuda --clients 1 4 16 64
 
 The server is the real app (`mint.serve.create_app`: guard, routing, JSON, the batcher) under uvicorn on a free
-127.0.0.1 port, in this process; the clients are threads sending non-streamed completions with httpx (loopback only).
+127.0.0.1 port, in this process; the clients are threads of a second process sending non-streamed completions with
+httpx (loopback only). A server's clients are never in its process: in this one, 64 client threads' Python would
+compete with the server's for the interpreter lock.
 Every loop is bounded: each client sends `--requests` requests one after another; `--rounds` sweeps over the client counts
 (alternating their order), and the ratios to one client are taken within each round, so the spread shows how much the
 other work on the host moved them. The model has random weights with
@@ -59,7 +61,12 @@ class Server:
         self.srv.should_exit = True; self.th.join(30)
 
 
-def load(base: str, clients: int, requests: int, max_tokens: int, prompt_len: int, vocab_size: int, temperature: float = 0.0) -> dict:
+def load(pool, *args) -> dict:
+    "`clients_load(*args)` in the client process `pool` (a ProcessPoolExecutor of one spawned process)."
+    return pool.submit(clients_load, *args).result()
+
+
+def clients_load(base: str, clients: int, requests: int, max_tokens: int, prompt_len: int, vocab_size: int, temperature: float = 0.0) -> dict:
     "`clients` threads, each sending `requests` completions one after another: tokens/s over the wall time, latency percentiles."
     import httpx
     rng = np.random.default_rng(clients)
@@ -111,8 +118,11 @@ def main():
     ap.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default); > 0: sampled with top-k 50, top-p 0.9, a seed per request")
     ap.add_argument("--rounds", type=int, default=3, help="sweeps over the client counts, in alternating order (default 3)")
     a = ap.parse_args()
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
     from mint.serve import create_app
     P, cfg, voc = model(a.preset)
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))    # the clients' process, started once
     load0 = [round(x, 2) for x in os.getloadavg()]
     rows = []                                      # one row per (server, round, clients)
     for slots in a.slots:
@@ -120,17 +130,18 @@ def main():
         srv = Server(create_app(P, cfg, voc, "bench", slots=slots, device=a.device))
         name = f"batched, {slots} slots" if slots else "a Decoder per request"
         try:
-            load(srv.base, 1, 1, a.max_tokens, a.prompt_len, len(voc))          # warm-up
+            load(pool, srv.base, 1, 1, a.max_tokens, a.prompt_len, len(voc))    # warm-up
             for k in range(a.rounds):                                           # rounds alternate the order: drift hits all alike
                 for c in (a.clients if k % 2 == 0 else a.clients[::-1]):
                     h0 = health(srv.base)
-                    r = dict(server=name, round=k, **load(srv.base, c, a.requests, a.max_tokens, a.prompt_len, len(voc), a.temperature))
+                    r = dict(server=name, round=k, **load(pool, srv.base, c, a.requests, a.max_tokens, a.prompt_len, len(voc), a.temperature))
                     r.update(split(h0, health(srv.base), r["wall_s"]))
                     rows.append(r)
                     print(f"{name:24s} round {k} {c:3d} clients: {r['tokens_per_s']:8.1f} tokens/s, p50 {r['p50_s']:.2f} s, "
                           f"p95 {r['p95_s']:.2f} s" + (f"; {r['steps']} steps of {r['ms_per_step']:.2f} ms: forward {r['forward_ms']:.2f}, "
                           f"picking {r['pick_ms']:.2f}, the rest {r['rest_ms']:.2f}; up to {r['peak']} requests a step" if "steps" in r else ""), flush=True)
         finally: srv.close()
+    pool.shutdown()
     one = {(r["server"], r["round"]): r for r in rows if r["clients"] == a.clients[0]}
     for r in rows:                                  # ratios to the same round's first client count (1): within one process, minutes apart
         b = one[(r["server"], r["round"])]

@@ -189,7 +189,7 @@ def pick_next(logits, temperature: float, top_k: int, top_p: float, rng, pos: in
 # %% ../nbs/14_generate.ipynb #a7c10e02
 def pick_greedy(rows) -> list:
     "`pick_next` at temperature 0 for each of the logit `rows` (`[V]` each) in one pass over them stacked: a token id, or None where that sequence ends (`<eos>`, or non-finite logits: warned once for all of them)."
-    Z = np.array(np.stack(rows), np.float64)
+    Z = np.stack(rows).astype(np.float64, copy=False)      # a new array: the rows are left as they are
     bad = ~np.isfinite(Z).all(axis=1)
     if bad.any(): warnings.warn(f"non-finite logits in {int(bad.sum())} of {len(Z)} sequences (are the weights diverged?): "
                                 "their generation stopped", RuntimeWarning, stacklevel=2)
@@ -314,14 +314,17 @@ def step(self: BatchDecoder, feeds: dict) -> dict:
     for s, n in read.items():
         if n == len(self.todo[s]): del self.todo[s]
         else: self.todo[s] = self.todo[s][n:]
-    logits = v.logits.copy_to_host() if on_device(v.logits) else v.logits
+    if not at: return {}                               # only prompt chunks were read: no logits yet
+    m = max(at) + 1                                    # the rows read: not the padding, nor the prompt rows after them
+    logits = v.logits[:m].copy_to_host() if on_device(v.logits) else v.logits[:m]
     z = np.asarray(logits[at], np.float64)
     return {s: z[i] for i, s in enumerate(out)}
 
 # %% ../nbs/14_generate.ipynb #6f678dc7
 def bucket(n: int, most: int) -> int:
-    "The number of rows a GPU step of `n` tokens is padded to: the next power of two, at most `most` (a CUDA graph per bucket)."
-    return min(1 << max(n - 1, 0).bit_length(), most)
+    "The number of rows a GPU step of `n` tokens is padded to (a CUDA graph per bucket): the next power of two up to 32, then the next multiple of 16; at most `most`."
+    p = 1 << max(n - 1, 0).bit_length()
+    return min(p if p <= 32 else -(-n // 16) * 16, most)
 
 @patch
 def _forward(self: BatchDecoder, ids, pos, rows):
