@@ -138,7 +138,7 @@ def main():
                     r.update(split(h0, health(srv.base), r["wall_s"]))
                     rows.append(r)
                     print(f"{name:24s} round {k} {c:3d} clients: {r['tokens_per_s']:8.1f} tokens/s, p50 {r['p50_s']:.2f} s, "
-                          f"p95 {r['p95_s']:.2f} s" + (f"; {r['steps']} steps of {r['ms_per_step']:.2f} ms: forward {r['forward_ms']:.2f}, "
+                          f"p95 {r['p95_s']:.2f} s" + (f"; {r['steps']} steps ({r['tokens'] / max(r['steps'], 1):.1f} tokens each) of {r['ms_per_step']:.2f} ms: forward {r['forward_ms']:.2f}, "
                           f"picking {r['pick_ms']:.2f}, the rest {r['rest_ms']:.2f}; up to {r['peak']} requests a step" if "steps" in r else ""), flush=True)
         finally: srv.close()
     pool.shutdown()
