@@ -132,19 +132,22 @@ def encode_corpus(texts, tok) -> np.ndarray:
 
 # %% ../nbs/30_tokenizer.ipynb #af7bf468
 class TextStream:
-    "Incremental detokenizer: `push(id) -> str` (new text, possibly empty), `flush() -> str` (the rest)."
+    "Incremental detokenizer: `push(id) -> str` (new text, possibly empty), `flush() -> str` (the rest). It decodes again only the tokens since the last whole character, so a token costs the same however long the reply."
     def __init__(self, tok):
-        self.tok, self.ids, self.sent = tok, [], 0
+        self.tok, self.ids, self.sent = tok, [], 0    # ids: the tokens since the last whole character; sent: chars of their text given out
     def _text(self) -> str: return self.tok.decode(np.array(self.ids, np.int32))
     def push(self, token: int) -> str:
         self.ids.append(int(token))
         text = self._text()
         ready = len(text.rstrip("\ufffd")) if isinstance(self.tok, BPETokenizer) else len(text)
         new, self.sent = text[self.sent:ready], max(self.sent, ready)
+        if ready == len(text): self.ids, self.sent = [], 0      # it ends on a whole character: later bytes cannot change it
         return new
     def flush(self) -> str:
-        text = self._text(); new = text[self.sent:]; self.sent = len(text)
+        new = self._text()[self.sent:]
+        self.ids, self.sent = [], 0
         return new
+
 
 # %% ../nbs/30_tokenizer.ipynb #1f495d8d
 def char_aliases(vocab: Vocab) -> dict[str, str]:
