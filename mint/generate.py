@@ -243,8 +243,8 @@ class BatchDecoder:
     """Up to `slots` sequences decoded together through `mint.model.forward` (continuous batching): `add(prompt) -> seq` takes a
     free row; `step({seq: token}) -> {seq: logits}` is one forward over one token of every running sequence and up to `prefill`
     tokens of the prompts still being read (in the order they were added). A sequence is running from the step that reads
-    its prompt's last token (its logits are in that step's result); `remove(seq)` frees its row. Logits are float64 host
-    arrays `[V]`; `device` 'cpu' or 'cuda' (there each step's batch is padded to a `bucket` size and, from a bucket's second
+    its prompt's last token (its logits are in that step's result); `remove(seq)` frees its row. Logits are host arrays
+    `[V]` in the weights' dtype (float32 on the GPU; the samplers widen them to float64, which is exact); `device` 'cpu' or 'cuda' (there each step's batch is padded to a `bucket` size and, from a bucket's second
     step on, replayed as that bucket's CUDA graph; `graphs=False`: kernel by kernel)."""
     def __init__(self, params: np.ndarray, cfg: ModelConfig, slots: int = 16, device: str = "cpu", prefill: int = 64,
                  graphs: bool = True):
@@ -260,6 +260,7 @@ class BatchDecoder:
             self.ws = device_workspace(cfg, self.slots + self.prefill, 1, training=False)
             self._rp_host = cuda.pinned_array((2, self.ws.batch_size), np.int32)    # rows | positions of a step's tokens
             self._rp_dev = cuda.device_array((2, self.ws.batch_size), np.int32)     # what the kernels read
+            self._logits_host = cuda.pinned_array((self.ws.batch_size, cfg.vocab_size), np.float32)  # a step's logits, copied back
         elif device == "cpu":
             self.W = views(params, cfg)
             self.K, self.V = np.zeros(shape, params.dtype), np.zeros(shape, params.dtype)
@@ -316,8 +317,8 @@ def step(self: BatchDecoder, feeds: dict) -> dict:
         else: self.todo[s] = self.todo[s][n:]
     if not at: return {}                               # only prompt chunks were read: no logits yet
     m = max(at) + 1                                    # the rows read: not the padding, nor the prompt rows after them
-    logits = v.logits[:m].copy_to_host() if on_device(v.logits) else v.logits[:m]
-    z = np.asarray(logits[at], np.float64)
+    logits = v.logits[:m].copy_to_host(self._logits_host[:m]) if on_device(v.logits) else v.logits[:m]
+    z = logits[at]                                     # a copy: the next step overwrites the buffers
     return {s: z[i] for i, s in enumerate(out)}
 
 # %% ../nbs/14_generate.ipynb #6f678dc7
