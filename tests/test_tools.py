@@ -278,6 +278,29 @@ def test_run_notebooks_on_a_cpu_stores_what_run_all_stores(tmp_path):
     assert not [w for _, w, _ in check_outputs.gpu_problems(json.loads(p.read_text())) if "stores" in w]
 
 
+def test_run_notebooks_merges_streams_as_jupyterlab_does():
+    "Only a stream right after a stream of its name merges (JupyterLab's OutputAreaModel._add), with \\r and \\b applied."
+    rn = _run_notebooks()
+    fig = {"output_type": "display_data", "data": {"image/png": "iVBOR"}, "metadata": {}}
+    err = lambda t: stream(t, "stderr")
+    kinds = lambda outs: [(o["output_type"], o.get("name"), o.get("text")) for o in outs]
+    assert kinds(rn.lab_outputs([stream("a\n"), stream("b\n"), stream("c")])) == [("stream", "stdout", "a\nb\nc")]
+    assert kinds(rn.lab_outputs([stream("a\n"), fig, stream("b\n")])) == \
+        [("stream", "stdout", "a\n"), ("display_data", None, None), ("stream", "stdout", "b\n")]
+    assert kinds(rn.lab_outputs([stream("a\n"), err("w\n"), stream("b\n")])) == \
+        [("stream", "stdout", "a\n"), ("stream", "stderr", "w\n"), ("stream", "stdout", "b\n")]
+    assert kinds(rn.lab_outputs([err("w\n"), err("x\n"), stream("b\n"), stream("c\n")])) == \
+        [("stream", "stderr", "w\nx\n"), ("stream", "stdout", "b\nc\n")]      # stderr first, as it came: no reordering
+    # \r goes back to the line's start and what follows overwrites; the cursor is carried across a merge
+    assert kinds(rn.lab_outputs([stream("10%\r"), stream("50%\r"), stream("done\n")])) == [("stream", "stdout", "done\n")]
+    assert rn.lab_outputs([stream("step 10/100\r"), stream("done\n")])[0]["text"] == "done 10/100\n"   # as in a terminal
+    assert rn.lab_outputs([stream("abc\b\bX\n"), stream("x\r\n")])[0]["text"] == "aX\nx\n"
+    assert rn.lab_outputs([stream("a\rb"), fig, stream("\rc")])[2]["text"] == "c"       # a new output starts a new cursor
+    assert rn.lab_outputs([stream(["a\n", "b\n"]), stream("c\n")])[0]["text"] == "a\nb\nc\n"   # text as a list of lines
+    outs = [stream("a"), stream("b")]
+    rn.lab_outputs(outs); assert outs[0]["text"] == "a"                                   # the outputs given are not changed
+
+
 def test_run_notebooks_rewrites_the_readme_only_after_a_whole_part():
     rn = _run_notebooks()
     assert rn.complete_parts([ROOT / "nbs" / "07_rmsnorm.ipynb"]) == []

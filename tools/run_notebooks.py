@@ -13,8 +13,14 @@ it, which this run refreshes), and then its stored output is set to the skip not
 the same on every machine, a Run All without a GPU changes nothing, and the GPU evidence lives in the records. (A GPU
 cell that fails keeps its error, for `tools/check_outputs.py` to flag.) CPU wall times are the same kind of evidence: a cell
 prints them inside `with cpu_timing(...)` (mint.counters), which shows the record in bench/results/cpu_cells/CHAPTER.json;
-run with `MINT_RECORD_CPU=1` in the environment to measure them again and rewrite those records. A cell's printed text is stored as one stream
-output per stream (JupyterLab merges them too; kept apart, they would split wherever the kernel happened to flush).
+run with `MINT_RECORD_CPU=1` in the environment to measure them again and rewrite those records. A cell's outputs are
+stored as JupyterLab's output area stores them (`lab_outputs`), so a Run All and save in JupyterLab stores the same: in
+the order they arrived, a stream output merged into the one before it only when that one is a stream of the same name
+(stdout, figure, stdout stays three outputs; so do stdout, stderr, stdout), each stream's `\r` and `\b` applied as
+JupyterLab applies them. (nbclient's `coalesce_streams` merges every stream of a name in a cell and puts stdout before
+stderr, which JupyterLab does not.) The kernel flushes stdout and stderr each on its own timer (ipykernel's OutStream),
+so where a cell prints to both, their order can change from run to run: a chapter prints to one of them (a demo run's
+notes, which mint writes to stderr, go to stdout with `contextlib.redirect_stderr(sys.stdout)`).
 Widget states are stored, so the widgets render in a static view. Then `nbdev-clean` normalises the files, and
 `tools/check_outputs.py` checks them (hygiene and evidence: see its docstring).
 
@@ -24,7 +30,7 @@ the stored figures would be lost). Each notebook's run time is recorded in `benc
 is printed from those records (`tools/course.py`). README.md's table of those times is rewritten only when this run
 ran every chapter of a part (or with `--readme`): running one chapter leaves README.md alone. Time a part with `-j 1`
 on a quiet machine: notebooks that run side by side share the cores."""
-import argparse, datetime, json, os, subprocess, sys, time
+import argparse, copy, datetime, json, os, re, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -67,6 +73,46 @@ def complete_parts(ran) -> list:
     return [part for part in PARTS if chapters(part) and all(p.resolve() in names for p in chapters(part))]
 
 
+_SPECIAL = re.compile(r"[\n\b\r]")
+
+
+def lab_text(new: str, index: int = 0, text: str = "") -> tuple:
+    """`new` written into the stream text `text` at `index`, as JupyterLab's output area writes it (`Private.processText` in
+    @jupyterlab/outputarea's model): a cursor that `\r` moves to the start of its line and `\b` moves back one character,
+    deleting it (and the one under the cursor); characters overwrite what is under the cursor; `\n` adds a line break
+    at the end and moves there. Returns the new text and cursor."""
+    if not _SPECIAL.search(new): return text[:index] + new + text[index + len(new):], index + len(new)
+    r, o = index, 0
+    while True:
+        m = _SPECIAL.search(new, o)
+        piece = new[o:m.start() if m else len(new)]
+        text, r = text[:r] + piece + text[r + len(piece):], r + len(piece)
+        if m is None: return text, r
+        o, ch = m.start() + 1, new[m.start()]
+        if ch == "\b":
+            if r > 0 and text[r - 1] != "\n": text, r = text[:r - 1] + text[r + 1:], r - 1
+        elif ch == "\r":
+            while r > 0 and text[r - 1] != "\n": r -= 1
+        else: text, r = text + "\n", len(text) + 1
+
+
+def lab_outputs(outputs: list) -> list:
+    """`outputs` (in the order they arrived) as JupyterLab's output area stores them (`OutputAreaModel._add`): a stream
+    output is merged into the output before it only when that is a stream of the same name; any other output, or a stream
+    of the other name, starts a new one. Stream text goes through `lab_text`, its cursor carried across a merge."""
+    out, cursor = [], 0
+    for o in outputs:
+        if o.get("output_type") == "stream":
+            t = o["text"] if isinstance(o["text"], str) else "".join(o["text"])
+            last = out[-1] if out else None
+            if last is not None and last.get("output_type") == "stream" and last.get("name") == o.get("name"):
+                last["text"], cursor = lab_text(t, cursor, last["text"]); continue
+            o = copy.deepcopy(o)
+            o["text"], cursor = lab_text(t)
+        out.append(o)
+    return out
+
+
 class KeepSkipped(NotebookClient):
     "A client that does not run some cells (`#| eval: false`, the flags of --skip) and keeps their stored outputs."
     skip_flags: set = set()
@@ -75,7 +121,17 @@ class KeepSkipped(NotebookClient):
         return d.get("eval", "").lower() == "false" or bool(self.skip_flags & d.keys())
     async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
         if cell.cell_type == "code" and self.skipped(cell): return cell
-        return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        try: return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        finally:
+            if cell.cell_type == "code": self.store_as_lab(cell, cell_index)                   # also when the cell failed
+    def store_as_lab(self, cell, cell_index: int):
+        "The cell's outputs merged as JupyterLab merges them (`lab_outputs`); a later `update_display` still finds its display."
+        old = cell.get("outputs", [])
+        cell.outputs = lab_outputs(old)
+        where = {id(o): i for i, o in enumerate(cell.outputs)}             # displays are kept as they are: only streams merge
+        for cells in self._display_id_map.values():
+            if cell_index in cells:
+                cells[cell_index] = [where[id(old[i])] for i in cells[cell_index] if i < len(old) and id(old[i]) in where]
 
 
 def run_one(path: Path, skip_flags: set, timeout: int) -> tuple:
@@ -84,7 +140,7 @@ def run_one(path: Path, skip_flags: set, timeout: int) -> tuple:
     t0 = time.time()
     nb = nbformat.read(path, as_version=4)
     client = KeepSkipped(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
-                         store_widget_state=True, record_timing=False, coalesce_streams=True)   # one stream output per name, as JupyterLab stores it
+                         store_widget_state=True, record_timing=False, coalesce_streams=False)   # streams merged as JupyterLab does: lab_outputs
     client.skip_flags = skip_flags
     try:
         client.execute()
