@@ -34,6 +34,12 @@ def test_flags_paths_ansi_warnings_and_errors(tmp_path):
         assert check_outputs.problems(notebook(tmp_path, out)), out
 
 
+def test_flags_a_cell_that_stores_stdout_and_stderr(tmp_path):
+    "Their order changes from one Run All to the next (each stream flushes on its own timer)."
+    assert whats(notebook(tmp_path, stream("saved step 3\n", "stderr"), stream("resumed\n"))) == ["stdout and stderr in one cell"]
+    assert whats(notebook(tmp_path, stream("note\n", "stderr"))) == []
+
+
 def test_flags_a_notebook_without_a_kernelspec(tmp_path):
     "Jupyter opens such a notebook behind a 'Select Kernel' dialog."
     assert [w for _, w, _ in check_outputs.problems(notebook(tmp_path, metadata={}))] == ["no kernelspec"]

@@ -2,7 +2,9 @@
 """Fail if a notebook's stored outputs are not the evidence a reader should see. Run by .ci/run;
 `python tools/check_outputs.py [NOTEBOOK ...]` (default: nbs/*.ipynb).
 
-Hygiene: no machine path, ANSI escape code, warning or error in an output; a kernelspec in the metadata.
+Hygiene: no machine path, ANSI escape code, warning or error in an output; a kernelspec in the metadata; no cell
+that stores both stdout and stderr (the kernel flushes each stream on its own timer, so their order in the notebook
+changes from one Run All to the next: print a cell's notes and results on one stream).
 GPU cells (`#| gpu`): a GPU result is data, not a stored output. Without a GPU the cell prints one skip note (mint.core's
 `gpu_cell_skipped`), so a Run All on a CPU stores exactly that note there; the check accepts that note or nothing:
 - a `#| gpu` cell stores nothing or the skip note, nothing else (the evidence lives in its record);
@@ -203,6 +205,10 @@ def problems(path: Path) -> list:
     if not (nb.get("metadata", {}).get("kernelspec") or {}).get("name"):   # Jupyter would open it behind "Select Kernel"
         found.append((0, "no kernelspec", "add the notebook metadata's kernelspec (python3), as nbs/00_core.ipynb has"))
     for i, cell in enumerate(nb.get("cells", [])):
+        names = {o.get("name") for o in cell.get("outputs", []) if o.get("output_type") == "stream"}
+        if {"stdout", "stderr"} <= names:
+            found.append((i, "stdout and stderr in one cell", "their order follows the kernel's flush timers: print on one stream "
+                          "(e.g. contextlib.redirect_stderr(sys.stdout) around the call that writes notes)"))
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
                 found.append((i, "stored error", f"{out.get('ename')}: {out.get('evalue')}"[:120]))
