@@ -5,7 +5,8 @@
     python tools/run_notebooks.py nbs/04_matmul.ipynb nbs/13_train.ipynb -j 2
 
 Cells run in the notebook's folder, in the `python3` kernel, with the environment of this command. Nothing is set
-by hand: on a machine without a CUDA GPU `mint.core` switches numba's simulator on by itself. Cells marked
+by hand: on a machine without a CUDA GPU `mint.core` switches numba's simulator on by itself, in each kernel (this
+command's own import of it does not leak into them: a kernel starts as in a reader's JupyterLab). Cells marked
 `#| eval: false` never run (they keep their stored outputs). `#| gpu` cells run as in JupyterLab's Run All: without
 a GPU each prints its skip note, which is what is stored; on a GPU each runs for real, and what it prints goes into
 its record (`with gpu_record(...)`, bench/results/gpu_cells/CHAPTER.json, shown by the `show_gpu_record` cell after
@@ -116,8 +117,13 @@ def main(argv=None) -> int:
     os.environ.pop("MPLBACKEND", None)                      # the kernels start with this environment: figures are drawn
     paths = [Path(p).resolve() for p in a.notebooks] or sorted((ROOT / "nbs").glob("*.ipynb"))
     sys.path.insert(0, str(ROOT))
+    cudasim = os.environ.get("NUMBA_ENABLE_CUDASIM")
     from mint.core import gpu_available                     # also switches the simulator on here when there is no GPU
     skip, gpu = set(a.skip.split()) - {"gpu"}, gpu_available()
+    # ... in this process only: the kernels start with the environment a reader's JupyterLab gives them, and each chapter's
+    # own first import of mint switches the simulator on there (inherited, the switch hid that chapter 12 imported numba
+    # first and failed in a reader's kernel: tests/test_jupyterlab_run_all.py)
+    if cudasim is None: os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
     print(f"run_notebooks: {len(paths)} notebook(s), {a.jobs} at a time; every cell runs except cells marked "
           f"{', '.join('#| ' + f for f in sorted(skip | {'eval: false'}))} (their stored outputs are kept); `#| gpu` cells "
           + ("run on the GPU and update their records" if gpu else "print their skip note (no GPU)"))
