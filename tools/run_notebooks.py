@@ -16,8 +16,9 @@ cell that fails keeps its error, for `tools/check_outputs.py` to flag.) CPU wall
 prints them inside `with cpu_timing(...)` (mint.counters), which shows the record in bench/results/cpu_cells/CHAPTER.json;
 run with `MINT_RECORD_CPU=1` in the environment to measure them again and rewrite those records. A cell's printed text is stored as one stream
 output per stream (JupyterLab merges them too; kept apart, they would split wherever the kernel happened to flush).
-Widget states are stored, so the widgets render in a static view. Then `nbdev-clean` normalises the files, and
-`tools/check_outputs.py` checks them (hygiene and evidence: see its docstring).
+Widget states are stored, so the widgets render in a static view: those of this run's widgets that are still open, as
+JupyterLab's widget manager keeps them (a closed widget's model is dropped; nothing is kept from an earlier run). Then
+`nbdev-clean` normalises the files, and `tools/check_outputs.py` checks them (hygiene and evidence: see its docstring).
 
 The kernels never inherit `MPLBACKEND` (a non-interactive backend such as Agg draws nothing into the notebook, and
 the stored figures would be lost). Each notebook's run time is recorded in `bench/results/notebook_times.json`
@@ -77,6 +78,12 @@ class KeepSkipped(NotebookClient):
     async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
         if cell.cell_type == "code" and self.skipped(cell): return cell
         return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+    def handle_comm_msg(self, outs, msg, cell_index):
+        "A widget closed in the kernel (a finished `tqdm.auto` bar) leaves the stored state, as JupyterLab's widget manager drops its model."
+        super().handle_comm_msg(outs, msg, cell_index)
+        if msg["msg_type"] == "comm_close":
+            self.widget_state.pop(msg["content"]["comm_id"], None)
+            self.widget_buffers.pop(msg["content"]["comm_id"], None)
 
 
 def run_one(path: Path, skip_flags: set, timeout: int) -> tuple:
@@ -84,6 +91,7 @@ def run_one(path: Path, skip_flags: set, timeout: int) -> tuple:
     os.environ.pop("MPLBACKEND", None)                      # the kernel starts with this environment: figures are drawn
     t0 = time.time()
     nb = nbformat.read(path, as_version=4)
+    nb.metadata.pop("widgets", None)                        # the state of this run's widgets only (a run that makes none stores none)
     client = KeepSkipped(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
                          store_widget_state=True, record_timing=False, coalesce_streams=True)   # one stream output per name, as JupyterLab stores it
     client.skip_flags = skip_flags
