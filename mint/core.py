@@ -181,13 +181,16 @@ def mfu(tokens_per_s: float, flops_per_token: float, device_name: str | None, pr
 
 # %% ../nbs/00_core.ipynb #6088c495
 def use_simulator_without_gpu() -> bool:
-    "Set `NUMBA_ENABLE_CUDASIM=1` when it is unset and no CUDA driver is found (before numba is imported); True if it did."
+    "Set `NUMBA_ENABLE_CUDASIM=1` when it is unset and no CUDA driver is found (before `numba.cuda` is imported); True if it did."
     if "NUMBA_ENABLE_CUDASIM" in os.environ or cuda_driver_found(): return False
-    if "numba" in sys.modules:   # numba has already read its settings: switching now would only make them disagree
-        print("mint: no CUDA driver on this machine, and numba was imported before mint, so kernel launches will fail; "
+    if "numba.cuda" in sys.modules:   # numba's CUDA part chose the real driver when it was imported: too late to switch
+        print("mint: no CUDA driver on this machine, and numba.cuda was imported before mint, so kernel launches will fail; "
               "import mint first, or set NUMBA_ENABLE_CUDASIM=1 before starting Python", file=sys.stderr)
         return False
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    if "numba" in sys.modules:        # numba alone came first (`from numba import njit`): it read its settings then; again
+        import numba.core.config
+        numba.core.config.reload_config()
     if _in_ipython():
         note = ("mint: no CUDA GPU here, so kernels run in numba's CUDA simulator (small shapes only; `#| gpu` cells skip "
                 "themselves). NUMBA_ENABLE_CUDASIM=0 turns this off.")

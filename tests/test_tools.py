@@ -307,6 +307,27 @@ def test_run_notebooks_merges_streams_as_jupyterlab_does():
     rn.lab_outputs(outs); assert outs[0]["text"] == "a"                                   # the outputs given are not changed
 
 
+def test_run_notebooks_stores_the_open_widgets_of_this_run_only(tmp_path):
+    "As JupyterLab's widget manager: a widget closed in the kernel (a finished tqdm bar) is not stored, nor an earlier run's state."
+    pytest = __import__("pytest")
+    pytest.importorskip("nbclient"); pytest.importorskip("ipywidgets")
+    rn = _run_notebooks()
+    stale = {"application/vnd.jupyter.widget-state+json": {"state": {"0" * 32: {"model_name": "LayoutModel", "state": {}}},
+                                                           "version_major": 2, "version_minor": 0}}
+    src = ("import ipywidgets as W\nfrom mint.core import stable_widget_ids\nstable_widget_ids()\n"
+           "bar = W.IntProgress(3); bar.close()\nW.Button(description='kept')")
+    p = notebook(tmp_path, source=src, metadata={**KERNEL, "widgets": stale})
+    _, _, err = rn.run_one(p, set(), 300)
+    assert err is None, err
+    states = json.loads(p.read_text())["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    names = sorted(s["model_name"] for s in states.values())   # the bar's layout and style models stay open, as in JupyterLab
+    assert names == ["ButtonModel", "ButtonStyleModel", "LayoutModel", "LayoutModel", "ProgressStyleModel"], names
+    assert "0" * 32 not in states
+    p = notebook(tmp_path, source="1 + 1", metadata={**KERNEL, "widgets": stale})     # no widget made: none stored
+    _, _, err = rn.run_one(p, set(), 300)
+    assert err is None and "widgets" not in json.loads(p.read_text())["metadata"]
+
+
 def test_run_notebooks_rewrites_the_readme_only_after_a_whole_part():
     rn = _run_notebooks()
     assert rn.complete_parts([ROOT / "nbs" / "07_rmsnorm.ipynb"]) == []

@@ -5,7 +5,8 @@
     python tools/run_notebooks.py nbs/04_matmul.ipynb nbs/13_train.ipynb -j 2
 
 Cells run in the notebook's folder, in the `python3` kernel, with the environment of this command. Nothing is set
-by hand: on a machine without a CUDA GPU `mint.core` switches numba's simulator on by itself. Cells marked
+by hand: on a machine without a CUDA GPU `mint.core` switches numba's simulator on by itself, in each kernel (this
+command's own import of it does not leak into them: a kernel starts as in a reader's JupyterLab). Cells marked
 `#| eval: false` never run (they keep their stored outputs). `#| gpu` cells run as in JupyterLab's Run All: without
 a GPU each prints its skip note, which is what is stored; on a GPU each runs for real, and what it prints goes into
 its record (`with gpu_record(...)`, bench/results/gpu_cells/CHAPTER.json, shown by the `show_gpu_record` cell after
@@ -21,8 +22,9 @@ JupyterLab applies them. (nbclient's `coalesce_streams` merges every stream of a
 stderr, which JupyterLab does not.) The kernel flushes stdout and stderr each on its own timer (ipykernel's OutStream),
 so where a cell prints to both, their order can change from run to run: a chapter prints to one of them (a demo run's
 notes, which mint writes to stderr, go to stdout with `contextlib.redirect_stderr(sys.stdout)`).
-Widget states are stored, so the widgets render in a static view. Then `nbdev-clean` normalises the files, and
-`tools/check_outputs.py` checks them (hygiene and evidence: see its docstring).
+Widget states are stored, so the widgets render in a static view: those of this run's widgets that are still open, as
+JupyterLab's widget manager keeps them (a closed widget's model is dropped; nothing is kept from an earlier run). Then
+`nbdev-clean` normalises the files, and `tools/check_outputs.py` checks them (hygiene and evidence: see its docstring).
 
 The kernels never inherit `MPLBACKEND` (a non-interactive backend such as Agg draws nothing into the notebook, and
 the stored figures would be lost). Each notebook's run time is recorded in `bench/results/notebook_times.json`
@@ -132,6 +134,12 @@ class KeepSkipped(NotebookClient):
         for cells in self._display_id_map.values():
             if cell_index in cells:
                 cells[cell_index] = [where[id(old[i])] for i in cells[cell_index] if i < len(old) and id(old[i]) in where]
+    def handle_comm_msg(self, outs, msg, cell_index):
+        "A widget closed in the kernel (a finished `tqdm.auto` bar) leaves the stored state, as JupyterLab's widget manager drops its model."
+        super().handle_comm_msg(outs, msg, cell_index)
+        if msg["msg_type"] == "comm_close":
+            self.widget_state.pop(msg["content"]["comm_id"], None)
+            self.widget_buffers.pop(msg["content"]["comm_id"], None)
 
 
 def run_one(path: Path, skip_flags: set, timeout: int) -> tuple:
@@ -139,6 +147,7 @@ def run_one(path: Path, skip_flags: set, timeout: int) -> tuple:
     os.environ.pop("MPLBACKEND", None)                      # the kernel starts with this environment: figures are drawn
     t0 = time.time()
     nb = nbformat.read(path, as_version=4)
+    nb.metadata.pop("widgets", None)                        # the state of this run's widgets only (a run that makes none stores none)
     client = KeepSkipped(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
                          store_widget_state=True, record_timing=False, coalesce_streams=False)   # streams merged as JupyterLab does: lab_outputs
     client.skip_flags = skip_flags
@@ -172,8 +181,13 @@ def main(argv=None) -> int:
     os.environ.pop("MPLBACKEND", None)                      # the kernels start with this environment: figures are drawn
     paths = [Path(p).resolve() for p in a.notebooks] or sorted((ROOT / "nbs").glob("*.ipynb"))
     sys.path.insert(0, str(ROOT))
+    cudasim = os.environ.get("NUMBA_ENABLE_CUDASIM")
     from mint.core import gpu_available                     # also switches the simulator on here when there is no GPU
     skip, gpu = set(a.skip.split()) - {"gpu"}, gpu_available()
+    # ... in this process only: the kernels start with the environment a reader's JupyterLab gives them, and each chapter's
+    # own first import of mint switches the simulator on there (inherited, the switch hid that chapter 12 imported numba
+    # first and failed in a reader's kernel: tests/test_jupyterlab_run_all.py)
+    if cudasim is None: os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
     print(f"run_notebooks: {len(paths)} notebook(s), {a.jobs} at a time; every cell runs except cells marked "
           f"{', '.join('#| ' + f for f in sorted(skip | {'eval: false'}))} (their stored outputs are kept); `#| gpu` cells "
           + ("run on the GPU and update their records" if gpu else "print their skip note (no GPU)"))
