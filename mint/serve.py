@@ -17,8 +17,8 @@ from .tokenizer import TextStream, BPETokenizer
 # %% auto #0
 __all__ = ['MAX_N', 'MAX_SEED', 'MAX_INT', 'MAX_MESSAGES', 'LOCAL_NAMES', 'ANY_ADDRESS', 'MAX_BODY', 'CHAT_PAGE', 'PAGE_CSP',
            'RequestError', 'BigInt', 'Sampling', 'parse_sampling', 'chat_prompt', 'completion_prompt', 'Token',
-           'log_softmax', 'generate_text', 'run_generation', 'Batcher', 'host_name', 'is_loopback', 'Guard',
-           'check_exposure', 'token_bytes', 'parse_body', 'create_app', 'listen', 'serve']
+           'log_softmax', 'generate_text', 'run_generation', 'pick_tokens', 'Batcher', 'host_name', 'is_loopback',
+           'Guard', 'check_exposure', 'token_bytes', 'parse_body', 'create_app', 'listen', 'serve']
 
 # %% ../nbs/41_serve.ipynb #56cbafa1
 class RequestError(ValueError):
@@ -288,6 +288,19 @@ class _Request:
         if self.eager: self.out.put(item)
         else: self.held.append(item)
 
+# %% ../nbs/41_serve.ipynb #d5f1a2b3
+def pick_tokens(rs: list) -> list:
+    "The next token of each `_Request` in `rs`: an id, None (it ends) or the exception its own sampling raised; the greedy ones in one pass (`pick_greedy`), the others one by one with their own settings and generators."
+    out, greedy = [None] * len(rs), [i for i, r in enumerate(rs) if r.s.temperature <= 0]
+    if greedy:
+        for i, t in zip(greedy, pick_greedy([rs[i].logits for i in greedy])): out[i] = t
+    for i, r in enumerate(rs):
+        if r.s.temperature <= 0: continue
+        try: out[i] = pick_next(r.logits, r.s.temperature, r.s.top_k, r.s.top_p, r.rng)
+        except Exception as e: out[i] = e
+    return out
+
+
 # %% ../nbs/41_serve.ipynb #6f2d59ff
 class Batcher:
     "Continuous batching over one `BatchDecoder` (`slots` sequences) in a thread of its own; `tokens(...)` is a request's token stream."
@@ -304,16 +317,6 @@ class Batcher:
     def status(self) -> dict:
         return {"busy": len(self.dec.rows), "waiting": len(self.waiting), "total": self.dec.slots, "steps": self.steps, "peak": self.peak,
                 "seconds": {k: round(v, 4) for k, v in self.seconds.items()}, "warm_up_s": round(self.warm_s, 3)}
-    def _pick(self, rs: list) -> list:
-        "The next token of each request in `rs`: an id, None (it ends) or the exception its own sampling raised; the greedy ones in one pass (`pick_greedy`), the others one by one with their own settings and generators."
-        out, greedy = [None] * len(rs), [i for i, r in enumerate(rs) if r.s.temperature <= 0]
-        if greedy:
-            for i, t in zip(greedy, pick_greedy([rs[i].logits for i in greedy])): out[i] = t
-        for i, r in enumerate(rs):
-            if r.s.temperature <= 0: continue
-            try: out[i] = pick_next(r.logits, r.s.temperature, r.s.top_k, r.s.top_p, r.rng)
-            except Exception as e: out[i] = e
-        return out
     def tokens(self, prompt_ids, cap: int, s: Sampling, rng, cancel=None):
         "Yield `(token, logits)` of one request as the batch makes them; closing the iterator early, or setting the `threading.Event` `cancel`, cancels it (its slot is freed at the next step)."
         r = _Request(prompt_ids, cap, s, rng, cancel)           # all of its preparation here, in the request's own thread
@@ -354,7 +357,7 @@ class Batcher:
                     if r.gone() or r.n >= r.cap: self._end(r); continue
                     if r.logits is not None: ready.append(r)       # else its prompt is still being read
                 t0 = time.perf_counter()
-                picked = self._pick(ready)
+                picked = pick_tokens(ready)
                 self.seconds["pick"] += time.perf_counter() - t0
                 for r, t in zip(ready, picked):
                     if isinstance(t, Exception): self._end(r, t); continue      # its own sampling failed: it alone ends
