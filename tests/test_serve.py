@@ -3,7 +3,7 @@ free loopback port (models, chat and completions streaming and not, usage in the
 conversation, bad requests, concurrent clients), `mint serve` itself as a subprocess with raw HTTP (foreign Host and
 Origin, text/plain, NaN/Infinity/seed -1, every numeric field's NaN/inf/range/type refusals, a client that disconnects mid-body, CORS, the API key, a busy port), and the
 chat page in headless Chromium driven through the DevTools protocol (skipped when /usr/bin/chromium is missing)."""
-import base64, importlib.util, json, math, os, shutil, socket, subprocess, sys, threading, time
+import base64, contextlib, importlib.util, json, math, os, shutil, socket, subprocess, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import numpy as np
@@ -259,24 +259,30 @@ def test_sixteen_concurrent_seeded_requests_equal_one_at_a_time(server):
     assert httpx.get(base + "/health").json()["slots"]["busy"] == 0
 
 
-@pytest.fixture(scope="module")
-def slow_server():
-    "A server with 2 slots over an untrained model that never says <eos> and has a 2048-token window: replies long enough to cancel."
-    import httpx, uvicorn
+@contextlib.contextmanager
+def endless_server(name: str, slots: int, d_model: int, n_layers: int, max_seq_len: int):
+    "A uvicorn server on a free loopback port over an untrained model that never says <eos>: yields its base URL."
+    import uvicorn
     from mint.core import ModelConfig
     from mint.model import init_params, views
     from mint.vocab import Vocab, EOS
     from mint.serve import create_app
     voc = Vocab.build(["中国人民银行今天宣布经济发展"], min_count=1)
-    cfg = ModelConfig(vocab_size=len(voc), d_model=32, n_heads=2, n_layers=2, max_seq_len=2048)
+    cfg = ModelConfig(vocab_size=len(voc), d_model=d_model, n_heads=2, n_layers=n_layers, max_seq_len=max_seq_len)
     P = init_params(cfg, seed=0)
     views(P, cfg).lm_b[EOS] = -1e4
     port = free_port()
-    srv = uvicorn.Server(uvicorn.Config(create_app(P, cfg, voc, "slow", slots=2), host="127.0.0.1", port=port, log_level="warning"))
+    srv = uvicorn.Server(uvicorn.Config(create_app(P, cfg, voc, name, slots=slots), host="127.0.0.1", port=port, log_level="warning"))
     th = threading.Thread(target=srv.run, daemon=True); th.start()
     while not srv.started: time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True; th.join(10)
+    try: yield f"http://127.0.0.1:{port}"
+    finally: srv.should_exit = True; th.join(10)
+
+
+@pytest.fixture(scope="module")
+def slow_server():
+    "A server with 2 slots over an untrained model that never says <eos> and has a 2048-token window: replies long enough to cancel."
+    with endless_server("slow", 2, 32, 2, 2048) as base: yield base
 
 
 def test_cancelled_stream_frees_its_slot(slow_server):
@@ -303,31 +309,16 @@ def test_cancelled_stream_frees_its_slot(slow_server):
 
 def test_a_batch_fills_past_the_worker_pool_default():
     "48 slots and 48 clients at once, not streamed (a request whose reply is one JSON holds a worker thread until its last token, and anyio's default pool of 40 would cap the batch at 40): more than 40 share a batched step, and every reply is whole. The model never says <eos> and each reply is 600 tokens, so all 48 are in flight together even on a busy machine."
-    import httpx, uvicorn
-    from mint.core import ModelConfig
-    from mint.model import init_params, views
-    from mint.vocab import Vocab, EOS
-    from mint.serve import create_app
-    voc = Vocab.build(["中国人民银行今天宣布经济发展"], min_count=1)
-    cfg = ModelConfig(vocab_size=len(voc), d_model=16, n_heads=2, n_layers=1, max_seq_len=1024)
-    P = init_params(cfg, seed=0)
-    views(P, cfg).lm_b[EOS] = -1e4
-    port = free_port()
-    srv = uvicorn.Server(uvicorn.Config(create_app(P, cfg, voc, "wide", slots=48), host="127.0.0.1", port=port, log_level="warning"))
-    th = threading.Thread(target=srv.run, daemon=True); th.start()
-    while not srv.started: time.sleep(0.05)
-    base = f"http://127.0.0.1:{port}"
+    import httpx
     go = threading.Barrier(48)
     def one(i):
         body = {"model": "wide", "prompt": "中国", "max_tokens": 600, "temperature": 0.9, "seed": i}
         with httpx.Client(timeout=300) as c:
             go.wait()
             return c.post(base + "/v1/completions", json=body).json()["usage"]["completion_tokens"]
-    try:
+    with endless_server("wide", 48, 16, 1, 1024) as base:
         with ThreadPoolExecutor(48) as ex: got = list(ex.map(one, range(48)))
         slots = httpx.get(base + "/health").json()["slots"]
-    finally:
-        srv.should_exit = True; th.join(10)
     assert got == [600] * 48, got
     assert slots["peak"] > 40 and slots["busy"] == 0, slots
 
