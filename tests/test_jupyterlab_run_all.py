@@ -26,43 +26,17 @@ that this is the only difference and that it too is the same on every Run All.
 Skipped without Chromium (/usr/bin/chromium), JupyterLab, jupyterlab_widgets or websocket-client. In the test line:
 chapters 36a and 00 (45-60 s on 2 busy cores: JupyterLab and Chromium start ~9 s, each chapter is opened, run twice and
 saved twice). Marked slow (--runslow): chapter 12 (~85 s) and the `saveState` check (its own JupyterLab, ~35 s)."""
-import contextlib, json, os, shutil, socket, subprocess, sys, threading, time, urllib.request
+import contextlib, json, os, shutil, socket, subprocess, sys, time, urllib.request
 from pathlib import Path
 import pytest
+from chromium_cdp import CHROMIUM, start_chromium, stop  # tests/ is on sys.path under pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "mint-lab-test"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
 WIDGET_VIEW, WIDGET_STATE = "application/vnd.jupyter.widget-view+json", "application/vnd.jupyter.widget-state+json"
 for mod in ("jupyterlab", "jupyterlab_widgets", "ipywidgets"): pytest.importorskip(mod)
 pytest.importorskip("websocket", reason="websocket-client (a jupyter-server dependency) drives Chromium's DevTools protocol")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (Debian: apt-get install chromium)")
-
-
-class DevTools:
-    "A minimal Chrome DevTools Protocol client over one page target's websocket (as in tests/test_serve.py)."
-    def __init__(self, ws_url):
-        import websocket
-        self.ws, self.n = websocket.create_connection(ws_url, timeout=120, suppress_origin=True), 0
-    def call(self, method, **params):
-        self.n += 1
-        self.ws.send(json.dumps({"id": self.n, "method": method, "params": params}))
-        while True:
-            m = json.loads(self.ws.recv())
-            if m.get("id") == self.n:
-                if "error" in m: raise RuntimeError(f"{method}: {m['error']}")
-                return m["result"]
-    def js(self, expr):
-        "The value of a JavaScript expression (a promise is awaited: end the expression with `; 0` not to wait for one)."
-        r = self.call("Runtime.evaluate", expression=expr, returnByValue=True, awaitPromise=True)
-        if "exceptionDetails" in r: raise RuntimeError(r["exceptionDetails"])
-        return r["result"].get("value")
-    def wait(self, expr, timeout=60, what=None):
-        deadline = time.time() + timeout
-        while not (v := self.js(expr)):
-            if time.time() > deadline: raise AssertionError(f"timed out after {timeout} s waiting for {what or expr}")
-            time.sleep(0.2)
-        return v
 
 
 def _free_port() -> int:
@@ -100,11 +74,7 @@ class Lab:
 
     def _proc(self, args, **kw):
         p = subprocess.Popen(args, **kw)
-        def stop():
-            p.terminate()
-            try: p.wait(30)
-            except subprocess.TimeoutExpired: p.kill(); p.wait()
-        self.stack.callback(stop)
+        self.stack.callback(stop, p, 30)
         return p
 
     def _start(self):
@@ -119,17 +89,9 @@ class Lab:
             try: urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={TOKEN}", timeout=5); break
             except OSError: time.sleep(0.1)
         else: raise RuntimeError(f"jupyter lab did not start: {(self.tmp / 'jupyterlab.log').read_text()[-2000:]}")
-        chrome = self._proc([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-                             f"--user-data-dir={self.tmp / 'profile'}", "--remote-debugging-port=0", "--window-size=1280,900",
-                             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        for line in chrome.stderr:
-            if "DevTools listening on" in line: break
-        else: raise RuntimeError("Chromium did not start its DevTools endpoint")
-        cport = int(line.split("ws://")[1].split("/")[0].split(":")[1])
-        threading.Thread(target=lambda: [None for _ in chrome.stderr], daemon=True).start()     # keep the pipe drained
-        page = next(t for t in json.load(urllib.request.urlopen(f"http://127.0.0.1:{cport}/json/list")) if t["type"] == "page")
-        self.dt = dt = DevTools(page["webSocketDebuggerUrl"])
+        chrome, self.dt = start_chromium(self.tmp / "profile", "1280,900", timeout=120)
+        self.stack.callback(stop, chrome, 30)
+        dt = self.dt
         dt.call("Emulation.setFocusEmulationEnabled", enabled=True)         # headless has no focused window: the current notebook follows focus
         dt.call("Page.navigate", url=f"http://127.0.0.1:{port}/lab?token={TOKEN}")
         dt.wait("!!(window.jupyterapp && jupyterapp.started)", 120, "JupyterLab to start")

@@ -3,7 +3,7 @@ free loopback port (models, chat and completions streaming and not, usage in the
 conversation, bad requests, concurrent clients), `mint serve` itself as a subprocess with raw HTTP (foreign Host and
 Origin, text/plain, NaN/Infinity/seed -1, every numeric field's NaN/inf/range/type refusals, a client that disconnects mid-body, CORS, the API key, a busy port), and the
 chat page in headless Chromium driven through the DevTools protocol (skipped when /usr/bin/chromium is missing)."""
-import base64, contextlib, importlib.util, json, math, os, shutil, socket, subprocess, sys, threading, time
+import base64, contextlib, importlib.util, json, math, os, socket, subprocess, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import numpy as np
@@ -673,36 +673,7 @@ def test_busy_port_and_bad_host_are_one_line(trained):
 
 # --- the chat page in headless Chromium ----------------------------------------------------------------------------
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
-
-
-class DevTools:
-    "A minimal Chrome DevTools Protocol client over one page target's websocket (websocket-client): `call(method, **params)`."
-    def __init__(self, ws_url):
-        import websocket
-        self.ws, self.n, self.events = websocket.create_connection(ws_url, timeout=60, suppress_origin=True), 0, []
-    def call(self, method, **params):
-        self.n += 1
-        self.ws.send(json.dumps({"id": self.n, "method": method, "params": params}))
-        while True:
-            m = json.loads(self.ws.recv())
-            if m.get("id") == self.n:
-                if "error" in m: raise RuntimeError(f"{method}: {m['error']}")
-                return m["result"]
-            self.events.append(m)
-    def js(self, expr):
-        r = self.call("Runtime.evaluate", expression=expr, returnByValue=True, awaitPromise=True)
-        if "exceptionDetails" in r: raise RuntimeError(r["exceptionDetails"])
-        return r["result"].get("value")
-    def wait(self, expr, timeout=60):
-        deadline = time.time() + timeout
-        while not self.js(expr):
-            assert time.time() < deadline, f"timed out waiting for {expr}"
-            time.sleep(0.05)
-    def key(self, key, code, vk, text=None):
-        for kind in ("keyDown", "keyUp"):
-            self.call("Input.dispatchKeyEvent", type=kind, key=key, code=code, windowsVirtualKeyCode=vk,
-                      **({"text": text} if text and kind == "keyDown" else {}))
+from chromium_cdp import CHROMIUM, start_chromium, stop  # noqa: E402  (tests/ is on sys.path under pytest)
 
 
 @pytest.fixture
@@ -710,28 +681,15 @@ def browser(mint_server, tmp_path):
     "Headless Chromium on the page of `mint serve`, driven through the DevTools protocol; yields a `DevTools`."
     if CHROMIUM is None: pytest.skip("headless Chromium not installed (Debian: apt-get install chromium)")
     pytest.importorskip("websocket", reason="websocket-client (a jupyter-server dependency) drives Chromium's DevTools protocol")
-    import httpx
-    proc = subprocess.Popen([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-                             f"--user-data-dir={tmp_path / 'profile'}", "--remote-debugging-port=0", "--window-size=1000,640",
-                             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc, dt = start_chromium(tmp_path / "profile", "1000,640")
     try:
-        for line in proc.stderr:
-            if "DevTools listening on" in line: break
-        else: pytest.fail("Chromium did not start its DevTools endpoint")
-        port = int(line.split("ws://")[1].split("/")[0].split(":")[1])
-        threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()     # keep the pipe drained
-        page = next(t for t in httpx.get(f"http://127.0.0.1:{port}/json/list").json() if t["type"] == "page")
-        dt = DevTools(page["webSocketDebuggerUrl"])
         dt.call("Network.enable")
         dt.call("Page.enable")
         dt.call("Page.navigate", url=mint_server.base + "/")
         dt.wait("document.readyState === 'complete' && document.getElementById('status').dataset.state === 'idle'")
         yield dt
     finally:
-        proc.terminate()
-        try: proc.wait(20)
-        except subprocess.TimeoutExpired: proc.kill(); proc.wait()
+        stop(proc)
 
 
 def test_chat_page_in_chromium(browser, mint_server):
