@@ -9,6 +9,11 @@ from mint.flash_attention import flash_attention_forward, flash_attention_backwa
 from mint.attention import attention_forward_ref, attention_backward_ref
 from numba import cuda
 
+def register_caps(text):
+    "'128/168/168' (forward/dq/dkdv) or '168' (all three) -> a mint.flash_tc.MAX_REGISTERS dict; 0 = no cap."
+    c = [int(x) or None for x in str(text).split("/")]
+    return dict(zip(("fwd", "dq", "dkdv"), c * 3 if len(c) == 1 else c))
+
 def rel(a, b): return float(np.linalg.norm(np.asarray(a, np.float64) - b) / np.linalg.norm(b))
 
 def check(B, T, H, hd, use_seg, layout, rng):
@@ -136,11 +141,11 @@ if __name__ == "__main__":
     ap.add_argument("--check-only", action="store_true", help="one correctness case; exit 1 unless it passes")
     ap.add_argument("--cu", default=None, help="time other device code in place of chapter 26's (mint.flash_tc.FLASH_TC_CU, the default): e.g. a changed copy "
                     "written by python -c 'import mint.flash_tc as F; print(F.FLASH_TC_CU, end=\"\")' > /tmp/flash_tc.cu")
-    ap.add_argument("--max-registers", type=int, default=None, help="register cap of the head_dim <= 64 kernels (v2 wants 168)")
+    ap.add_argument("--max-registers", default=None, help="register caps of the head_dim <= 64 kernels, F/Q/D (forward/dq/dkdv) or one for all (v2 wants 168)")
     args = ap.parse_args()
     import mint.flash_tc as FT
     if args.cu: FT.FLASH_TC_CU = open(args.cu).read()
-    if args.max_registers: FT.MAX_REGISTERS = args.max_registers
+    if args.max_registers: FT.MAX_REGISTERS = register_caps(args.max_registers)
     if args.check_only:
         c = check(2, 200, 3, 64, True, "bthd", np.random.default_rng(1))
         ok = c["all_finite"] and c["deterministic"] and max(c[n + "_vs_fp32"] for n in ("out", "dq", "dk", "dv")) < 1e-2

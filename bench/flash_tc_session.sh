@@ -1,11 +1,11 @@
 #!/bin/bash
 # The recorded GPU procedure for nbs/26 (tensor-core flash attention), run from the repository root on a GPU host:
 # a correctness gate, then chapters 26 and 21 executed with their GPU cells (26 rewrites the committed record
-# bench/results/h200_2026-12-03_tc/flash_tc.json), then the d512 step profile with the flash-tc attention.
+# bench/results/h200_2026-12-03_v3/flash_tc.json), then the d512 step profile with the flash-tc attention.
 # OUT: where logs and results go. Budget: about two minutes on an H200.
 set -u
 OUT=${OUT:-/tmp/flash_tc_out}; mkdir -p "$OUT"
-R=bench/results/h200_2026-12-03_tc
+R=bench/results/h200_2026-12-03_v3
 t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 timeout 40 python3 bench/flash_tc_bench.py --check-only > "$OUT/check.log" 2>&1; rc=$?; tail -1 "$OUT/check.log"; el "check rc $rc"
 if [ $rc -ne 0 ] && [ -f "${FALLBACK:-/nonexistent}" ]; then cp "$FALLBACK" mint/flash_tc.py; echo "FELL BACK to $FALLBACK" | tee "$OUT/FELL_BACK"; fi

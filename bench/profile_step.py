@@ -31,12 +31,12 @@ ap.add_argument("--steps", type=int, default=3)
 ap.add_argument("--out", default=".")
 ap.add_argument("--cu", default=None, help="tensor-core attention device code to try in place of chapter 26's (mint.flash_tc.FLASH_TC_CU, the "
                                           "default), e.g. a changed copy of it (flash_tc_bench.py --help says how to write one)")
-ap.add_argument("--max-registers", type=int, default=None, help="register cap of the head_dim <= 64 attention kernels")
+ap.add_argument("--max-registers", default=None, help="register caps of the head_dim <= 64 attention kernels, F/Q/D (forward/dq/dkdv) or one for all")
 args = ap.parse_args()
 if args.cu or args.max_registers:
     import mint.flash_tc as FT
     if args.cu: FT.FLASH_TC_CU = open(args.cu).read()
-    if args.max_registers: FT.MAX_REGISTERS = args.max_registers
+    if args.max_registers: from flash_tc_bench import register_caps; FT.MAX_REGISTERS = register_caps(args.max_registers)
 cfg = bench_scale.config(args.preset, PD_VOCAB)[0] if args.preset in bench_scale.CONFIGS else config(args.preset, PD_VOCAB)
 T = cfg.max_seq_len
 tcfg = TrainConfig(batch_size=args.batch_size, seq_len=T, lr=LR, max_grad_norm=MAX_NORM, attention=args.attention,

@@ -36,8 +36,9 @@ def bf16_value(b) -> np.ndarray:
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #36c41b42
 def tc_tiles(head_dim: int) -> dict:
-    "Tile sizes of the three kernels (rows per block x keys per step): forward and dq 64 query rows, dkdv 64 keys; the inner step shrinks to 32 at head_dim > 64 so shared memory stays under 48 KB."
-    return dict(fwd=(64, 64), dq=(64, 64 if head_dim <= 64 else 32), dkdv=(64, 64 if head_dim <= 64 else 32))
+    "Tile sizes of the three kernels (rows per block x rows per step): forward and dq 64 query rows, dkdv 64 keys; the inner step shrinks to 32 at head_dim > 64 so shared memory stays under 48 KB."
+    step = 64 if head_dim <= 64 else 32
+    return dict(fwd=(64, step), dq=(64, step), dkdv=(64, step))
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #33205de8
 def _heads(a) -> np.ndarray:
@@ -155,22 +156,28 @@ __device__ __forceinline__ void st2(u16* p, float x, float y) { *(u32*)p = pack2
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #a894a774
 _CU.append(r"""
-// A tile of ROWS rows of one head, global -> registers (fetch) -> shared memory, row-major with a padded stride (put).
-// Rows at or past T are zeros. With PF (prefetch) a kernel fetches the next tile before computing on this one, so the
-// loads fly during the products: worth its registers only where occupancy survives it (dkdv at head_dim <= 64).
-template <int ROWS, int HD>
-struct Tile {
+// A tile of ROWS rows of one head, global -> shared memory, row-major with a padded stride S; rows at or past T are zeros.
+// Two shared buffers per operand: while the warps compute on tile i in one, tile i+1 is on its way into the other.
+// bf16 storage (u16) travels by cp.async straight into shared memory (no registers); fp32 storage is rounded to bf16,
+// so it travels through registers: issue() loads them, land() stores them into the buffer at the next iteration's top.
+__device__ __forceinline__ void cp16(u16* s, const void* g, bool ok) {   // 16 bytes global -> shared; zeros when !ok
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(smem(s)), "l"(g), "r"(ok ? 16 : 0));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+template <int ROWS, int HD, typename TI>
+struct Tile {                                                     // fp32 storage: through registers
     static constexpr int N = (ROWS * HD / 8 + 127) / 128;         // 16-byte chunks per thread
     uint4 r[N];
-    template <typename TI>
-    __device__ __forceinline__ void fetch(const TI* p, long base, int ld, int r0, int T) {
+    __device__ __forceinline__ void issue(const TI* p, long base, int ld, int r0, int T, u16* s, int S) {
 #pragma unroll
         for (int n = 0; n < N; n++) {
             int i = threadIdx.x + 128 * n, row = i / (HD / 8), c = (i % (HD / 8)) * 8, t = r0 + row;
             r[n] = (i < ROWS * HD / 8 && t < T) ? ld8(p + base + (long)t * ld + c) : make_uint4(0, 0, 0, 0);
         }
     }
-    __device__ __forceinline__ void put(u16* s, int S) const {
+    __device__ __forceinline__ void land(u16* s, int S) const {
 #pragma unroll
         for (int n = 0; n < N; n++) {
             int i = threadIdx.x + 128 * n, row = i / (HD / 8), c = (i % (HD / 8)) * 8;
@@ -178,8 +185,24 @@ struct Tile {
         }
     }
 };
+template <int ROWS, int HD>
+struct Tile<ROWS, HD, u16> {                                      // bf16 storage: cp.async into the buffer
+    static constexpr int N = (ROWS * HD / 8 + 127) / 128;
+    __device__ __forceinline__ void issue(const u16* p, long base, int ld, int r0, int T, u16* s, int S) {
+#pragma unroll
+        for (int n = 0; n < N; n++) {
+            int i = threadIdx.x + 128 * n, row = i / (HD / 8), c = (i % (HD / 8)) * 8, t = r0 + row;
+            if (i < ROWS * HD / 8) cp16(&s[row * S + c], p + base + (long)(t < T ? t : 0) * ld + c, t < T);
+        }
+        cp_commit();
+    }
+    __device__ __forceinline__ void land(u16* s, int S) const {}
+};
 
-// The A fragments of 16 rows (r0: this lane's row g, r0 + 8: row g + 8) of one head, straight from global memory.
+""")
+
+# %% ../nbs/26_flash_tensor_cores.ipynb #a3f0c6d2
+_CU.append(r"""// The A fragments of 16 rows (r0: this lane's row g, r0 + 8: row g + 8) of one head, straight from global memory.
 template <int KS, typename TI>
 __device__ __forceinline__ void load_a(u32 a[KS][4], const TI* p, long row0, long row1, bool ok0, bool ok1, int ld, int c0) {
 #pragma unroll
@@ -227,16 +250,26 @@ __device__ __forceinline__ void mma_pb(float acc[ND][4], const float p[2 * KK][4
 """)
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #18bdbc5a
-_CU.append(r"""// ---------------------------------------------------------------- forward
-template <int HD, typename TI, typename TO, bool PF = false>
+_CU.append(r"""// The grid is (tiles, H, B); blocks start roughly in linear order. Causal work grows with the query tile (forward, dq)
+// and shrinks with the key tile (dk/dv), so the linear block index hands out the heaviest tiles first, every head's
+// together: the last blocks to start are the shortest, and the tail of the launch is short (longest-first).
+__device__ __forceinline__ void block_tile(bool heavy_last, int& b, int& h, int& tile) {
+    const int lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z), nbh = gridDim.y * gridDim.z;
+    const int i = lin / nbh, bh = lin % nbh;
+    tile = heavy_last ? gridDim.x - 1 - i : i; h = bh % gridDim.y; b = bh / gridDim.y;
+}
+
+// ---------------------------------------------------------------- forward
+template <int HD, typename TI, typename TO>
 __device__ void flash_fwd(const TI* q, const TI* k, const TI* v, TO* o, float* lse, const int* seg,
                           int T, int H, int ldq, int ldk, int ldv, int ldo, float scale) {
-    constexpr int BR = 64, BC = 64, KS = HD / 16, NB = BC / 8, ND = HD / 8, SK = HD + 8;
-    __shared__ __align__(16) u16 sK[BC * SK];
-    __shared__ __align__(16) u16 sV[BC * SK];
-    __shared__ int sSeg[BC];
+    constexpr int BR = 64, BC = HD <= 64 ? 64 : 32, KS = HD / 16, NB = BC / 8, ND = HD / 8, SK = HD + 8;
+    __shared__ __align__(16) u16 sK[2][BC * SK];
+    __shared__ __align__(16) u16 sV[2][BC * SK];
+    __shared__ int sSeg[2][BC];
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
-    const int b = blockIdx.z, h = blockIdx.y, q0 = blockIdx.x * BR;
+    int b, h, tile; block_tile(true, b, h, tile);
+    const int q0 = tile * BR;
     const int r0 = q0 + warp * 16 + g, r1 = r0 + 8;
     const long hb = (long)b * T;                       // first row of this sequence
     const float sl = scale * 1.4426950408889634f;      // scores in log2 units: exp(x) = exp2(x log2 e)
@@ -249,19 +282,23 @@ __device__ void flash_fwd(const TI* q, const TI* k, const TI* v, TO* o, float* l
 #pragma unroll
     for (int n = 0; n < ND; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
     const int kend = min(T, q0 + BR);
-    Tile<BC, HD> tk, tv;                               // with PF, the next tile's loads fly while this one is computed
-    if (PF) { tk.fetch(k, hb * ldk + h * HD, ldk, 0, T); tv.fetch(v, hb * ldv + h * HD, ldv, 0, T); }
-    for (int k0 = 0; k0 < kend; k0 += BC) {
-        __syncthreads();                               // every warp is done with the previous tile
-        if (!PF) { tk.fetch(k, hb * ldk + h * HD, ldk, k0, T); tv.fetch(v, hb * ldv + h * HD, ldv, k0, T); }
-        tk.put(sK, SK); tv.put(sV, SK);
-        if (seg) for (int i = tid; i < BC; i += 128) sSeg[i] = k0 + i < T ? seg[hb + k0 + i] : -1;
-        __syncthreads();
-        if (PF && k0 + BC < kend) { tk.fetch(k, hb * ldk + h * HD, ldk, k0 + BC, T); tv.fetch(v, hb * ldv + h * HD, ldv, k0 + BC, T); }
+    Tile<BC, HD, TI> tk, tv;                           // tile i+1 flies while tile i is computed
+    tk.issue(k, hb * ldk + h * HD, ldk, 0, T, sK[0], SK); tv.issue(v, hb * ldv + h * HD, ldv, 0, T, sV[0], SK);
+    int sgn = (seg && tid < BC) ? (tid < T ? seg[hb + tid] : -1) : -1;
+    for (int k0 = 0, buf = 0; k0 < kend; k0 += BC, buf ^= 1) {
+        tk.land(sK[buf], SK); tv.land(sV[buf], SK);
+        if (seg && tid < BC) sSeg[buf][tid] = sgn;
+        cp_wait_all();
+        __syncthreads();                               // tile i is in sK/sV[buf]; every warp is done with tile i-1
+        if (k0 + BC < kend) {
+            tk.issue(k, hb * ldk + h * HD, ldk, k0 + BC, T, sK[buf ^ 1], SK); tv.issue(v, hb * ldv + h * HD, ldv, k0 + BC, T, sV[buf ^ 1], SK);
+            if (seg && tid < BC) sgn = k0 + BC + tid < T ? seg[hb + k0 + BC + tid] : -1;
+        }
+        const u16 *cK = sK[buf], *cV = sV[buf]; const int* cSeg = sSeg[buf];
         float s[NB][4];
 #pragma unroll
         for (int n = 0; n < NB; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-        mma_abt<NB, KS>(s, qa, sK, SK, lane);
+        mma_abt<NB, KS>(s, qa, cK, SK, lane);
 """)
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #e865af66
@@ -274,7 +311,7 @@ _CU.append(r"""        const bool need_mask = seg || k0 + BC > q0 + warp * 16 ||
                 float x = s[n][e] * sl;
                 if (need_mask) {
                     int jj = n * 8 + 2 * t4 + (e & 1), j = k0 + jj, r = e < 2 ? r0 : r1;
-                    bool ok = j <= r && j < T && (e < 2 ? see0 : see1) && (!seg || sSeg[jj] == (e < 2 ? sg0 : sg1));
+                    bool ok = j <= r && j < T && (e < 2 ? see0 : see1) && (!seg || cSeg[jj] == (e < 2 ? sg0 : sg1));
                     if (!ok) x = MINT_NEG_INF;
                 }
                 s[n][e] = x;
@@ -296,7 +333,7 @@ _CU.append(r"""        const bool need_mask = seg || k0 + BC > q0 + warp * 16 ||
         l0 = l0 * al0 + ps0; l1 = l1 * al1 + ps1;      // per-lane partial sums: the 4 lanes of a row share alpha
 #pragma unroll
         for (int n = 0; n < ND; n++) { acc[n][0] *= al0; acc[n][1] *= al0; acc[n][2] *= al1; acc[n][3] *= al1; }
-        mma_pb<ND, BC / 16>(acc, s, sV, SK, lane);     // O += P V, P straight from the registers of S
+        mma_pb<ND, BC / 16>(acc, s, cV, SK, lane);     // O += P V, P straight from the registers of S
     }
     l0 += __shfl_xor_sync(0xffffffff, l0, 1); l0 += __shfl_xor_sync(0xffffffff, l0, 2);
     l1 += __shfl_xor_sync(0xffffffff, l1, 1); l1 += __shfl_xor_sync(0xffffffff, l1, 2);
@@ -318,20 +355,22 @@ _CU.append(r"""        const bool need_mask = seg || k0 + BC > q0 + warp * 16 ||
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #606e911e
 _CU.append(r"""// ---------------------------------------------------------------- backward 1: dq (and D = rowsum(dO o) into dsum)
-template <int HD, typename TI, typename TG, typename TO, bool PF = false>
+template <int HD, typename TI, typename TG, typename TO>
 __device__ void flash_bwd_dq(const TG* dout, const TI* q, const TI* k, const TI* v, const TO* o, const float* lse, float* dsum,
                              const int* seg, float* dq, int T, int H, int ldg, int ldq, int ldk, int ldv, int ldo, int lddq, float scale) {
-    constexpr int BR = 64, BC = HD <= 64 ? 64 : 32, KS = HD / 16, NB = BC / 8, ND = HD / 8, SK = HD + 8;
-    __shared__ __align__(16) u16 sK[BC * SK];
-    __shared__ __align__(16) u16 sV[BC * SK];
-    __shared__ int sSeg[BC];
+    constexpr int BR = 64, BC = HD <= 64 ? 64 : 32, KS = HD / 16, ND = HD / 8, SK = HD + 8;
+    __shared__ __align__(16) u16 sK[2][BC * SK];
+    __shared__ __align__(16) u16 sV[2][BC * SK];
+    __shared__ int sSeg[2][BC];
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
-    const int b = blockIdx.z, h = blockIdx.y, q0 = blockIdx.x * BR;
+    int b, h, tile; block_tile(true, b, h, tile);
+    const int q0 = tile * BR;
     const int r0 = q0 + warp * 16 + g, r1 = r0 + 8;
     const long hb = (long)b * T, lb = ((long)b * H + h) * T;
     const float sl = scale * 1.4426950408889634f;
-    Tile<BC, HD> tk, tv;
-    if (PF) { tk.fetch(k, hb * ldk + h * HD, ldk, 0, T); tv.fetch(v, hb * ldv + h * HD, ldv, 0, T); }
+    Tile<BC, HD, TI> tk, tv;                           // tile i+1 flies while tile i is computed
+    tk.issue(k, hb * ldk + h * HD, ldk, 0, T, sK[0], SK); tv.issue(v, hb * ldv + h * HD, ldv, 0, T, sV[0], SK);
+    int sgn = (seg && tid < BC) ? (tid < T ? seg[hb + tid] : -1) : -1;
     u32 qa[KS][4], ga[KS][4];
     load_a<KS>(qa, q, hb + r0, hb + r1, r0 < T, r1 < T, ldq, h * HD + 2 * t4);
     load_a<KS>(ga, dout, hb + r0, hb + r1, r0 < T, r1 < T, ldg, h * HD + 2 * t4);
@@ -352,35 +391,42 @@ __device__ void flash_bwd_dq(const TG* dout, const TI* q, const TI* k, const TI*
 #pragma unroll
     for (int n = 0; n < ND; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
     const int kend = min(T, q0 + BR);
-    for (int k0 = 0; k0 < kend; k0 += BC) {
-        __syncthreads();
-        if (!PF) { tk.fetch(k, hb * ldk + h * HD, ldk, k0, T); tv.fetch(v, hb * ldv + h * HD, ldv, k0, T); }
-        tk.put(sK, SK); tv.put(sV, SK);
-        if (seg) for (int i = tid; i < BC; i += 128) sSeg[i] = k0 + i < T ? seg[hb + k0 + i] : -1;
-        __syncthreads();
-        if (PF && k0 + BC < kend) { tk.fetch(k, hb * ldk + h * HD, ldk, k0 + BC, T); tv.fetch(v, hb * ldv + h * HD, ldv, k0 + BC, T); }
-        float s[NB][4], dp[NB][4];
-#pragma unroll
-        for (int n = 0; n < NB; n++) { s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f; dp[n][0] = dp[n][1] = dp[n][2] = dp[n][3] = 0.f; }
-        mma_abt<NB, KS>(s, qa, sK, SK, lane);          // S = Q Kᵀ
-        mma_abt<NB, KS>(dp, ga, sV, SK, lane);         // dP = dO Vᵀ
+    for (int k0 = 0, buf = 0; k0 < kend; k0 += BC, buf ^= 1) {
+        tk.land(sK[buf], SK); tv.land(sV[buf], SK);
+        if (seg && tid < BC) sSeg[buf][tid] = sgn;
+        cp_wait_all();
+        __syncthreads();                               // tile i is in sK/sV[buf]; every warp is done with tile i-1
+        if (k0 + BC < kend) {
+            tk.issue(k, hb * ldk + h * HD, ldk, k0 + BC, T, sK[buf ^ 1], SK); tv.issue(v, hb * ldv + h * HD, ldv, k0 + BC, T, sV[buf ^ 1], SK);
+            if (seg && tid < BC) sgn = k0 + BC + tid < T ? seg[hb + k0 + BC + tid] : -1;
+        }
+        const u16 *cK = sK[buf], *cV = sV[buf]; const int* cSeg = sSeg[buf];
 """)
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #aff0e8ed
 _CU.append(r"""        const bool need_mask = seg || k0 + BC > q0 + warp * 16 || k0 + BC > T || !see0 || !see1;
+        constexpr int HB = 16, NH = HB / 8;
+        for (int hh = 0; hh < BC / HB; hh++) {         // the tile's keys 16 at a time: only their S and dP live in registers
+            const u16 *hK = cK + hh * HB * SK, *hV = cV + hh * HB * SK;
+            float s[NH][4], dp[NH][4];
 #pragma unroll
-        for (int n = 0; n < NB; n++)
+            for (int n = 0; n < NH; n++) { s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f; dp[n][0] = dp[n][1] = dp[n][2] = dp[n][3] = 0.f; }
+            mma_abt<NH, KS>(s, qa, hK, SK, lane);      // S = Q Kᵀ
+            mma_abt<NH, KS>(dp, ga, hV, SK, lane);     // dP = dO Vᵀ
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                bool ok = true;
-                if (need_mask) {
-                    int jj = n * 8 + 2 * t4 + (e & 1), j = k0 + jj, r = e < 2 ? r0 : r1;
-                    ok = j <= r && j < T && (e < 2 ? see0 : see1) && (!seg || sSeg[jj] == (e < 2 ? sg0 : sg1));
+            for (int n = 0; n < NH; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    bool ok = true;
+                    if (need_mask) {
+                        int jj = hh * HB + n * 8 + 2 * t4 + (e & 1), j = k0 + jj, r = e < 2 ? r0 : r1;
+                        ok = j <= r && j < T && (e < 2 ? see0 : see1) && (!seg || cSeg[jj] == (e < 2 ? sg0 : sg1));
+                    }
+                    float p = ok ? exp2f(s[n][e] * sl - (e < 2 ? L0 : L1)) : 0.f;
+                    s[n][e] = p * (dp[n][e] - (e < 2 ? D0 : D1));     // dS = P (dP - D)
                 }
-                float p = ok ? exp2f(s[n][e] * sl - (e < 2 ? L0 : L1)) : 0.f;
-                s[n][e] = p * (dp[n][e] - (e < 2 ? D0 : D1));     // dS = P (dP - D)
-            }
-        mma_pb<ND, BC / 16>(acc, s, sK, SK, lane);     // dq += dS K
+            mma_pb<ND, HB / 16>(acc, s, hK, SK, lane); // dq += dS K
+        }
     }
 #pragma unroll
     for (int n = 0; n < ND; n++) {
@@ -394,22 +440,26 @@ _CU.append(r"""        const bool need_mask = seg || k0 + BC > q0 + warp * 16 ||
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #19c626cc
 _CU.append(r"""// ---------------------------------------------------------------- backward 2: dk, dv (reads D from dsum)
-template <int HD, typename TI, typename TG, bool PF = (HD <= 64)>
+template <int HD, typename TI, typename TG>
 __device__ void flash_bwd_dkdv(const TG* dout, const TI* q, const TI* k, const TI* v, const float* lse, const float* dsum,
                                const int* seg, float* dk, float* dv, int T, int H, int ldg, int ldq, int ldk, int ldv,
                                int lddk, int lddv, float scale) {
-    constexpr int BC = 64, BR = HD <= 64 ? 64 : 32, KS = HD / 16, NB = BR / 8, ND = HD / 8, SK = HD + 8;
-    __shared__ __align__(16) u16 sQ[BR * SK];
-    __shared__ __align__(16) u16 sG[BR * SK];
-    __shared__ float sL[BR], sD[BR];
-    __shared__ int sSeg[BR];
+    constexpr int BC = 64, BR = HD <= 64 ? 64 : 32, KS = HD / 16, ND = HD / 8, SK = HD + 8;
+    __shared__ __align__(16) u16 sQ[2][BR * SK];
+    __shared__ __align__(16) u16 sG[2][BR * SK];
+    __shared__ float sL[2][BR], sD[2][BR];
+    __shared__ int sSeg[2][BR];
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
-    const int b = blockIdx.z, h = blockIdx.y, kb = blockIdx.x * BC;
+    int b, h, tile; block_tile(false, b, h, tile);
+    const int kb = tile * BC;
     const int j0 = kb + warp * 16 + g, j1 = j0 + 8;
     const long hb = (long)b * T, lb = ((long)b * H + h) * T;
     const float sl = scale * 1.4426950408889634f;
-    Tile<BR, HD> tq, tg;
-    if (PF) { tq.fetch(q, hb * ldq + h * HD, ldq, kb, T); tg.fetch(dout, hb * ldg + h * HD, ldg, kb, T); }
+    Tile<BR, HD, TI> tq;                               // query tile i+1 flies while tile i is computed
+    Tile<BR, HD, TG> tg;
+    tq.issue(q, hb * ldq + h * HD, ldq, kb, T, sQ[0], SK); tg.issue(dout, hb * ldg + h * HD, ldg, kb, T, sG[0], SK);
+    float nL = 0.f, nD = 0.f; int nS = -1;             // the next tile's lse, D and segment of query tid (tid < BR)
+    if (tid < BR && kb + tid < T) { nL = lse[lb + kb + tid] * 1.4426950408889634f; nD = dsum[lb + kb + tid]; nS = seg ? seg[hb + kb + tid] : 0; }
     u32 ka[KS][4], va[KS][4];
     load_a<KS>(ka, k, hb + j0, hb + j1, j0 < T, j1 < T, ldk, h * HD + 2 * t4);
     load_a<KS>(va, v, hb + j0, hb + j1, j0 < T, j1 < T, ldv, h * HD + 2 * t4);
@@ -420,39 +470,42 @@ __device__ void flash_bwd_dkdv(const TG* dout, const TI* q, const TI* k, const T
     for (int n = 0; n < ND; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) gk[n][e] = gv[n][e] = 0.f;
-    for (int q0 = kb; q0 < T; q0 += BR) {                // causal: only queries t >= kb see these keys
-        __syncthreads();
-        if (!PF) { tq.fetch(q, hb * ldq + h * HD, ldq, q0, T); tg.fetch(dout, hb * ldg + h * HD, ldg, q0, T); }
-        tq.put(sQ, SK); tg.put(sG, SK);
-        for (int i = tid; i < BR; i += 128) {
-            int t = q0 + i;
-            sL[i] = t < T ? lse[lb + t] * 1.4426950408889634f : 0.f;
-            sD[i] = t < T ? dsum[lb + t] : 0.f;
-            sSeg[i] = t < T ? (seg ? seg[hb + t] : 0) : -1;
+    for (int q0 = kb, buf = 0; q0 < T; q0 += BR, buf ^= 1) {   // causal: only queries t >= kb see these keys
+        tq.land(sQ[buf], SK); tg.land(sG[buf], SK);
+        if (tid < BR) { sL[buf][tid] = nL; sD[buf][tid] = nD; sSeg[buf][tid] = nS; }
+        cp_wait_all();
+        __syncthreads();                               // tile i is in the buffers [buf]; every warp is done with tile i-1
+        if (q0 + BR < T) {
+            const int t = q0 + BR + tid;
+            tq.issue(q, hb * ldq + h * HD, ldq, q0 + BR, T, sQ[buf ^ 1], SK); tg.issue(dout, hb * ldg + h * HD, ldg, q0 + BR, T, sG[buf ^ 1], SK);
+            if (tid < BR) { nL = t < T ? lse[lb + t] * 1.4426950408889634f : 0.f; nD = t < T ? dsum[lb + t] : 0.f; nS = t < T ? (seg ? seg[hb + t] : 0) : -1; }
         }
-        __syncthreads();
-        if (PF && q0 + BR < T) { tq.fetch(q, hb * ldq + h * HD, ldq, q0 + BR, T); tg.fetch(dout, hb * ldg + h * HD, ldg, q0 + BR, T); }
-        float s[NB][4], dp[NB][4];                       // transposed: rows = this warp's keys, columns = the tile's queries
-#pragma unroll
-        for (int n = 0; n < NB; n++) { s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f; dp[n][0] = dp[n][1] = dp[n][2] = dp[n][3] = 0.f; }
-        mma_abt<NB, KS>(s, ka, sQ, SK, lane);          // Sᵀ = K Qᵀ
-        mma_abt<NB, KS>(dp, va, sG, SK, lane);         // dPᵀ = V dOᵀ
+        const u16 *cQ = sQ[buf], *cG = sG[buf]; const float *cL = sL[buf], *cD = sD[buf]; const int* cSeg = sSeg[buf];
 """)
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #8340726e
 _CU.append(r"""        const bool need_mask = seg || q0 < kb + BC || q0 + BR > T || !seen0 || !seen1;
+        constexpr int HB = 16, NH = HB / 8;
+        for (int hh = 0; hh < BR / HB; hh++) {         // the tile's queries 16 at a time: only their Sᵀ and dPᵀ live in registers
+            const u16 *hQ = cQ + hh * HB * SK, *hG = cG + hh * HB * SK;
+            float s[NH][4], dp[NH][4];                 // transposed: rows = this warp's keys, columns = queries
 #pragma unroll
-        for (int n = 0; n < NB; n++)
+            for (int n = 0; n < NH; n++) { s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f; dp[n][0] = dp[n][1] = dp[n][2] = dp[n][3] = 0.f; }
+            mma_abt<NH, KS>(s, ka, hQ, SK, lane);      // Sᵀ = K Qᵀ
+            mma_abt<NH, KS>(dp, va, hG, SK, lane);     // dPᵀ = V dOᵀ
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int tt = n * 8 + 2 * t4 + (e & 1), t = q0 + tt, j = e < 2 ? j0 : j1;
-                bool ok = !need_mask || (j <= t && t < T && (e < 2 ? seen0 : seen1) && (!seg || sSeg[tt] == (e < 2 ? sg0 : sg1)));
-                float p = ok ? exp2f(s[n][e] * sl - sL[tt]) : 0.f;
-                s[n][e] = p;
-                dp[n][e] = p * (dp[n][e] - sD[tt]);       // dSᵀ
-            }
-        mma_pb<ND, BR / 16>(gv, s, sG, SK, lane);      // dv += Pᵀ dO
-        mma_pb<ND, BR / 16>(gk, dp, sQ, SK, lane);     // dk += dSᵀ Q
+            for (int n = 0; n < NH; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    int tt = hh * HB + n * 8 + 2 * t4 + (e & 1), t = q0 + tt, j = e < 2 ? j0 : j1;
+                    bool ok = !need_mask || (j <= t && t < T && (e < 2 ? seen0 : seen1) && (!seg || cSeg[tt] == (e < 2 ? sg0 : sg1)));
+                    float p = ok ? exp2f(s[n][e] * sl - cL[tt]) : 0.f;
+                    s[n][e] = p;
+                    dp[n][e] = p * (dp[n][e] - cD[tt]);   // dSᵀ
+                }
+            mma_pb<ND, HB / 16>(gv, s, hG, SK, lane);  // dv += Pᵀ dO
+            mma_pb<ND, HB / 16>(gk, dp, hQ, SK, lane); // dk += dSᵀ Q
+        }
     }
 #pragma unroll
     for (int n = 0; n < ND; n++) {
@@ -467,7 +520,7 @@ _CU.append(r"""        const bool need_mask = seg || q0 < kb + BC || q0 + BR > T
 FLASH_TC_CU = "".join(_CU)
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #dfc72b06
-MAX_REGISTERS = 168   # register cap per thread of the head_dim <= 64 kernels: 3 blocks of 128 threads per SM for all three (ptxas uncapped: fwd 160, dq 171, dkdv 168)
+MAX_REGISTERS = {"fwd": 128, "dq": 168, "dkdv": 168}   # register caps per thread (head_dim <= 64): 128 lets 4 blocks of 128 threads share an SM, 168 three (the best per kernel on an H200)
 
 _CTYPES = {np.dtype(np.uint16): "u16", np.dtype(np.float32): "float"}
 
@@ -498,17 +551,17 @@ def make_tc_kernels(head_dim: int, qkv_dtype=np.uint16, dout_dtype=np.float32, o
     fwd = cuda.declare_device(f"mint_fwd_{name}", types.void(*[p] * 6, *[i] * 6, f), link=code, abi="c")
     dq = cuda.declare_device(f"mint_dq_{name}", types.void(*[p] * 9, *[i] * 8, f), link=code, abi="c")
     dkdv = cuda.declare_device(f"mint_dkdv_{name}", types.void(*[p] * 9, *[i] * 8, f), link=code, abi="c")
-    regs = MAX_REGISTERS if head_dim <= 64 else None
+    regs = MAX_REGISTERS if head_dim <= 64 else {}
 
-    @cuda.jit(max_registers=regs)
+    @cuda.jit(max_registers=regs.get("fwd"))
     def fwd_kernel(q, k, v, o, lse, seg, T, H, ldq, ldk, ldv, ldo, scale):
         fwd(q, k, v, o, lse, seg, T, H, ldq, ldk, ldv, ldo, scale)
 
-    @cuda.jit(max_registers=regs)
+    @cuda.jit(max_registers=regs.get("dq"))
     def dq_kernel(g, q, k, v, o, lse, dsum, seg, dqa, T, H, ldg, ldq, ldk, ldv, ldo, lddq, scale):
         dq(g, q, k, v, o, lse, dsum, seg, dqa, T, H, ldg, ldq, ldk, ldv, ldo, lddq, scale)
 
-    @cuda.jit(max_registers=regs)
+    @cuda.jit(max_registers=regs.get("dkdv"))
     def dkdv_kernel(g, q, k, v, lse, dsum, seg, dka, dva, T, H, ldg, ldq, ldk, ldv, lddk, lddv, scale):
         dkdv(g, q, k, v, lse, dsum, seg, dka, dva, T, H, ldg, ldq, ldk, ldv, lddk, lddv, scale)
 
