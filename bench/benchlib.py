@@ -13,15 +13,7 @@ if str(ROOT) not in sys.path: sys.path.insert(1, str(ROOT))     # `import mint` 
 # between runs, decoding faster). Recorded in each result's host info.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-
-def cpu_model() -> str:
-    "The processor's name from /proc/cpuinfo (platform.processor() elsewhere)."
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"): return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+from mint.counters import cpu_model  # noqa: E402  (the processor's name, as CPU records in the chapters give it)
 
 
 def _version(mod: str):

@@ -10,7 +10,7 @@ from .core import simulator_enabled
 
 # %% auto #0
 __all__ = ['COUNTER_KEYS', 'RECORD_KINDS', 'TransferCounter', 'records_dir', 'read_record', 'gpu_record', 'show_gpu_record',
-           'cpu_timing']
+           'cpu_model', 'cpu_timing']
 
 # %% ../nbs/22_counters.ipynb #61927419
 COUNTER_KEYS = ("alloc", "alloc_bytes", "host_alloc", "h2d", "h2d_bytes", "d2h", "d2h_bytes", "d2d", "launches")
@@ -184,7 +184,8 @@ def show_gpu_record(key: str) -> dict | None:
     return rec
 
 # %% ../nbs/22_counters.ipynb #aeba5a47
-def _cpu_name() -> str:
+def cpu_model() -> str:
+    "The processor's name from /proc/cpuinfo (platform.processor() elsewhere): what a CPU record says it ran on."
     import platform
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -199,7 +200,7 @@ def cpu_timing(key: str):
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf): yield
     if os.environ.get("MINT_RECORD_CPU") == "1":
-        _store_record(key, {"cpu": _cpu_name(), "cores": os.cpu_count(), "date": datetime.date.today().isoformat(), "output": buf.getvalue()}, "cpu")
+        _store_record(key, {"cpu": cpu_model(), "cores": os.cpu_count(), "date": datetime.date.today().isoformat(), "output": buf.getvalue()}, "cpu")
     rec = read_record(key, "cpu")
     if rec is None:
         print(f"no CPU record {key!r} yet (MINT_RECORD_CPU=1 stores one in bench/results/cpu_cells/{path.name}); this run:")
