@@ -11,7 +11,7 @@
 #   E: cuBLAS inside CUDA graphs — 20 and 20b executed on the GPU (a cuBLAS GEMM recorded and replayed), the training step
 #      with the cuBLAS providers (bench/bench_train_step.py --gemm), bench/gpu_train_run.py --gemm (GPU = CPU; graph =
 #      kernel by kernel), bench/cublas_decode_check.py (the decode step's graph with cuBLAS in it)
-#   F: flash-tc v2 against v1 and SDPA, and the d768 bf16 step's profile (issue 17, 2026-12-03)
+#   F: flash-tc (chapter 26) against SDPA, and the d768 bf16 step's profile (issue 17)
 #   G: chapter 27 on the GPU (175 s) and the d768 bf16 profile after the glue changes (optional, after Y)
 #   Y: glue check, then bench_scale d768 (+recompute, v7) and d1024 (cuBLAS bf16, v7), PyTorch bf16 first in each (~220 s)
 #   T: tensor cores — bench/bench_scale.py (bf16 with v7 / cuBLAS bf16 and flash-tc vs PyTorch bf16 + compile), chapters 24-27
@@ -150,20 +150,15 @@ elif [ "$PART" = S ]; then
   cp bench/results/batch_decode_cuda.jsonl bench/results/serve_cuda.jsonl bench/results/startup_cuda.jsonl "$L/" 2>/dev/null
   tar cf "$OUT/s.tar" -C /tmp slogs 2>/dev/null; ls -la "$OUT"
 elif [ "$PART" = F ]; then
-  # F: tensor-core flash attention v2 (chapter 26's mint.flash_tc since 2026-12-03: ldmatrix, no transposed shared copies; v1 is no longer in the tree, so the v1 lines below time the same code) against v1
-  #    and SDPA's flash backend in one process each (4 correctness cases + 2 timings), then where the d768 bf16 step with
-  #    cuBLAS bf16 spends its time (bench/profile_step.py, no CUDA graph), with v2 and with v1; all in $OUT/f.tar
+  # F: the tensor-core flash attention (chapter 26's mint.flash_tc, v3 since 2026-12-03 night) against SDPA's flash
+  #    backend in one process (4 correctness cases + 2 timings), then where the d768 bf16 step with cuBLAS bf16 spends
+  #    its time (bench/profile_step.py, no CUDA graph); all in $OUT/f.tar. (Earlier versions of this part timed v1 and
+  #    v2 side by side; their records are in bench/results/h200_2026-12-03_tc, v3's steps in h200_2026-12-03_v3.)
   L=/tmp/flogs; mkdir -p $L
-  ( time timeout 75 python3 bench/flash_tc_bench.py --quick --max-registers 168 --out $L/flash_tc_v2.json ) > $L/flash_v2.log 2>&1
-  echo "v2 bench rc $? at ${SECONDS}s"; tail -9 $L/flash_v2.log
-  ( time timeout 75 python3 bench/flash_tc_bench.py --quick --out $L/flash_tc_v1.json ) > $L/flash_v1.log 2>&1
-  echo "v1 bench rc $? at ${SECONDS}s"; tail -4 $L/flash_v1.log
-  ( time timeout 70 python3 bench/profile_step.py --preset d768 --precision bf16 --gemm cublas-bf16 \
-      --max-registers 168 --out $L ) > $L/prof_d768_v2.log 2>&1
-  echo "profile v2 rc $? at ${SECONDS}s"; head -24 $L/prof_d768_v2.log | cut -c1-150
-  left=$((285 - SECONDS)); [ $left -gt 40 ] && ( time timeout $left python3 bench/profile_step.py --preset d768 --precision bf16 \
-      --gemm cublas-bf16 --out $L ) > $L/prof_d768_v1.log 2>&1
-  echo "profile v1 at ${SECONDS}s"; head -12 $L/prof_d768_v1.log | cut -c1-150
+  ( time timeout 75 python3 bench/flash_tc_bench.py --quick --out $L/flash_tc.json ) > $L/flash.log 2>&1
+  echo "flash bench rc $? at ${SECONDS}s"; tail -9 $L/flash.log
+  ( time timeout 120 python3 bench/profile_step.py --preset d768 --precision bf16 --gemm cublas-bf16 --out $L ) > $L/prof_d768.log 2>&1
+  echo "profile rc $? at ${SECONDS}s"; head -24 $L/prof_d768.log | cut -c1-150
   tar cf "$OUT/f.tar" -C /tmp flogs; ls -la "$OUT"
 elif [ "$PART" = G ]; then
   # G (issue 17; optional, after Y, about 230 s): chapter 27 executed on the GPU with time enough (its #| gpu cells —
