@@ -70,3 +70,29 @@ def test_attention_provider():
     assert attention_provider("bf16", "unfused") == "unfused" and attention_provider("fp32", "auto") == "auto"
     assert attention_provider("bf16", "auto", head_dim=64) == "flash-tc" and attention_provider("bf16", "auto", head_dim=24) == "auto"
     with pytest.raises(ValueError, match="precision"): attention_provider("fp16")
+
+
+NVCC = __import__("shutil").which("nvcc")
+
+
+@pytest.mark.skipif(NVCC is None, reason="no nvcc: the device code is compiled on GPU hosts only (NVRTC)")
+@pytest.mark.parametrize("hd,qkv", [(16, np.float32), (64, np.uint16), (96, np.float32), (128, np.uint16)])
+def test_device_code_builds_as_kernels(tmp_path, hd, qkv):
+    """Every head_dim's three device functions, wrapped in kernels and built by nvcc for sm_90 (ptxas too): syntax, and
+    each kernel's static shared memory within the 48 KB a block gets without asking (a `-rdc` build of the functions
+    alone does not check that; the double-buffered forward at head_dim 128 once needed 64 KB)."""
+    import subprocess
+    from mint.flash_tc import tc_source
+    src, name = tc_source(hd, qkv, np.float32, np.float32)
+    u = "unsigned long long"
+    src += (f'\nextern "C" __global__ void f_(' + ", ".join(f"{u} a{j}" for j in range(6)) + ", " + ", ".join(f"int b{j}" for j in range(6))
+            + f', float s) {{ mint_fwd_{name}(a0, a1, a2, a3, a4, a5, b0, b1, b2, b3, b4, b5, s); }}\n'
+            f'extern "C" __global__ void q_(' + ", ".join(f"{u} a{j}" for j in range(9)) + ", " + ", ".join(f"int b{j}" for j in range(8))
+            + f', float s) {{ mint_dq_{name}(a0, a1, a2, a3, a4, a5, a6, a7, a8, b0, b1, b2, b3, b4, b5, b6, b7, s); }}\n'
+            f'extern "C" __global__ void d_(' + ", ".join(f"{u} a{j}" for j in range(9)) + ", " + ", ".join(f"int b{j}" for j in range(8))
+            + f', float s) {{ mint_dkdv_{name}(a0, a1, a2, a3, a4, a5, a6, a7, a8, b0, b1, b2, b3, b4, b5, b6, b7, s); }}\n')
+    (tmp_path / "k.cu").write_text(src)
+    r = subprocess.run([NVCC, "-arch=sm_90", "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu"), "-Xptxas", "-v"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "error" not in r.stderr and "warning" not in r.stderr, r.stderr[-3000:]
