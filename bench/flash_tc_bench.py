@@ -39,6 +39,10 @@ def check(B, T, H, hd, use_seg, layout, rng):
     again = [out.copy_to_host()]
     flash_tc_backward(cuda.to_device(dout), dq_, dk_, dv_, out, lse, segd, *grads)
     deterministic = all(np.array_equal(a, g.copy_to_host()) for a, g in zip(got[2:], grads))
+    d16 = cuda.to_device(np.full((B, T, H, hd), 0xFFFF, np.uint16))              # the dout16 path (training's): same bits
+    flash_tc_backward(cuda.to_device(dout), dq_, dk_, dv_, out, lse, segd, *grads, dout16=d16)
+    deterministic = deterministic and all(np.array_equal(a, g.copy_to_host()) for a, g in zip(got[2:], grads))
+    dout16_exact = bool(np.array_equal(d16.copy_to_host(), bf16_bits(dout)))
     Q, K, V = (bf16_value(a) for a in (q, k, v))                                  # the same bf16 values in float32 ...
     fo, fl = flash_attention_forward(*(cuda.to_device(a) for a in (Q, K, V)), segd)  # ... through the FP32 fused kernels
     fg = flash_attention_backward(cuda.to_device(dout), *(cuda.to_device(a) for a in (Q, K, V)), fo, fl, segd)
@@ -51,7 +55,7 @@ def check(B, T, H, hd, use_seg, layout, rng):
     seen = fl.copy_to_host() > -1e29
     names = ["out", "lse", "dq", "dk", "dv"]
     row = dict(B=B, T=T, H=H, head_dim=hd, seg=use_seg, layout=layout, all_finite=bool(all(np.isfinite(g).all() for g in got)),
-               deterministic=deterministic)
+               deterministic=deterministic, dout16_exact=dout16_exact)
     for n, g, f, r, e in zip(names, got, fp32, [ro, None] + list(rg), [eo, el] + list(eg)):
         if n == "lse": g, f, e = g[seen], f[seen], e[seen]
         row[f"{n}_vs_fp32"] = rel(g, f)
@@ -114,9 +118,9 @@ def timing(B, T, H, hd, fp32_too):
     dout = cuda.as_cuda_array(dout16.float())
     out, lse = cuda.device_array((B, T, H, hd), np.float32), cuda.device_array((B, H, T), np.float32)
     grads = [cuda.device_array((B, T, H, hd), np.float32) for _ in range(3)]
-    scratch = cuda.device_array((B, H, T), np.float32)
+    scratch, d16 = cuda.device_array((B, H, T), np.float32), cuda.device_array((B, T, H, hd), np.uint16)
     fwd = lambda: flash_tc_forward(mq, mk, mv, None, out=out, lse=lse)
-    bwd = lambda: flash_tc_backward(dout, mq, mk, mv, out, lse, None, *grads, scratch=scratch)
+    bwd = lambda: flash_tc_backward(dout, mq, mk, mv, out, lse, None, *grads, scratch=scratch, dout16=d16)   # as training calls it
     t_mf_eager, t_mb_eager = bench_ms(fwd), bench_ms(bwd)
     try: t_mf = bench_ms(mint_graph(fwd)) / 10; t_mb = bench_ms(mint_graph(bwd)) / 10
     except Exception as e:
@@ -148,7 +152,7 @@ if __name__ == "__main__":
     if args.max_registers: FT.MAX_REGISTERS = register_caps(args.max_registers)
     if args.check_only:
         c = check(2, 200, 3, 64, True, "bthd", np.random.default_rng(1))
-        ok = c["all_finite"] and c["deterministic"] and max(c[n + "_vs_fp32"] for n in ("out", "dq", "dk", "dv")) < 1e-2
+        ok = c["all_finite"] and c["deterministic"] and c["dout16_exact"] and max(c[n + "_vs_fp32"] for n in ("out", "dq", "dk", "dv")) < 1e-2
         print(json.dumps(c)); print("check", "passed" if ok else "FAILED"); sys.exit(0 if ok else 1)
     import torch
     t0 = time.time()

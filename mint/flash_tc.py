@@ -357,7 +357,7 @@ _CU.append(r"""        const bool need_mask = seg || k0 + BC > q0 + warp * 16 ||
 _CU.append(r"""// ---------------------------------------------------------------- backward 1: dq (and D = rowsum(dO o) into dsum)
 template <int HD, typename TI, typename TG, typename TO>
 __device__ void flash_bwd_dq(const TG* dout, const TI* q, const TI* k, const TI* v, const TO* o, const float* lse, float* dsum,
-                             const int* seg, float* dq, int T, int H, int ldg, int ldq, int ldk, int ldv, int ldo, int lddq, float scale) {
+                             const int* seg, float* dq, u16* g16, int T, int H, int ldg, int ldq, int ldk, int ldv, int ldo, int lddq, float scale) {
     constexpr int BR = 64, BC = HD <= 64 ? 64 : 32, KS = HD / 16, ND = HD / 8, SK = HD + 8;
     __shared__ __align__(16) u16 sK[2][BC * SK];
     __shared__ __align__(16) u16 sV[2][BC * SK];
@@ -374,6 +374,14 @@ __device__ void flash_bwd_dq(const TG* dout, const TI* q, const TI* k, const TI*
     u32 qa[KS][4], ga[KS][4];
     load_a<KS>(qa, q, hb + r0, hb + r1, r0 < T, r1 < T, ldq, h * HD + 2 * t4);
     load_a<KS>(ga, dout, hb + r0, hb + r1, r0 < T, r1 < T, ldg, h * HD + 2 * t4);
+    if (g16) {                                         // fp32 dO: its bf16 rounding, [B,T,H,HD], for dk/dv to copy (cp.async)
+#pragma unroll
+        for (int ks = 0; ks < KS; ks++) {
+            const int c = h * HD + ks * 16 + 2 * t4;
+            if (r0 < T) { *(u32*)&g16[(hb + r0) * H * HD + c] = ga[ks][0]; *(u32*)&g16[(hb + r0) * H * HD + c + 8] = ga[ks][2]; }
+            if (r1 < T) { *(u32*)&g16[(hb + r1) * H * HD + c] = ga[ks][1]; *(u32*)&g16[(hb + r1) * H * HD + c + 8] = ga[ks][3]; }
+        }
+    }
     float D0 = 0.f, D1 = 0.f;                          // D = rowsum(dO * o) in fp32; the 4 lanes of a row split the columns
     for (int d = 2 * t4; d < HD; d += 8) {
         if (r0 < T) D0 += ldf(dout + (hb + r0) * ldg + h * HD + d) * ldf(o + (hb + r0) * ldo + h * HD + d)
@@ -533,8 +541,8 @@ def tc_source(head_dim: int, qkv_dtype, dout_dtype, out_dtype) -> tuple[str, str
     wrap = f"""
 extern "C" __device__ void mint_fwd_{name}({u} q, {u} k, {u} v, {u} o, {u} lse, {u} seg, int T, int H, int ldq, int ldk, int ldv, int ldo, float scale)
 {{ flash_fwd<{head_dim}, {ti}, {to}>({P('const '+ti,'q')}, {P('const '+ti,'k')}, {P('const '+ti,'v')}, {P(to,'o')}, {P('float','lse')}, {P('const int','seg')}, T, H, ldq, ldk, ldv, ldo, scale); }}
-extern "C" __device__ void mint_dq_{name}({u} g, {u} q, {u} k, {u} v, {u} o, {u} lse, {u} dsum, {u} seg, {u} dq, int T, int H, int ldg, int ldq, int ldk, int ldv, int ldo, int lddq, float scale)
-{{ flash_bwd_dq<{head_dim}, {ti}, {tg}, {to}>({P('const '+tg,'g')}, {P('const '+ti,'q')}, {P('const '+ti,'k')}, {P('const '+ti,'v')}, {P('const '+to,'o')}, {P('const float','lse')}, {P('float','dsum')}, {P('const int','seg')}, {P('float','dq')}, T, H, ldg, ldq, ldk, ldv, ldo, lddq, scale); }}
+extern "C" __device__ void mint_dq_{name}({u} g, {u} q, {u} k, {u} v, {u} o, {u} lse, {u} dsum, {u} seg, {u} dq, {u} g16, int T, int H, int ldg, int ldq, int ldk, int ldv, int ldo, int lddq, float scale)
+{{ flash_bwd_dq<{head_dim}, {ti}, {tg}, {to}>({P('const '+tg,'g')}, {P('const '+ti,'q')}, {P('const '+ti,'k')}, {P('const '+ti,'v')}, {P('const '+to,'o')}, {P('const float','lse')}, {P('float','dsum')}, {P('const int','seg')}, {P('float','dq')}, {P('u16','g16')}, T, H, ldg, ldq, ldk, ldv, ldo, lddq, scale); }}
 extern "C" __device__ void mint_dkdv_{name}({u} g, {u} q, {u} k, {u} v, {u} lse, {u} dsum, {u} seg, {u} dk, {u} dv, int T, int H, int ldg, int ldq, int ldk, int ldv, int lddk, int lddv, float scale)
 {{ flash_bwd_dkdv<{head_dim}, {ti}, {tg}>({P('const '+tg,'g')}, {P('const '+ti,'q')}, {P('const '+ti,'k')}, {P('const '+ti,'v')}, {P('const float','lse')}, {P('const float','dsum')}, {P('const int','seg')}, {P('float','dk')}, {P('float','dv')}, T, H, ldg, ldq, ldk, ldv, lddk, lddv, scale); }}
 """
@@ -549,7 +557,7 @@ def make_tc_kernels(head_dim: int, qkv_dtype=np.uint16, dout_dtype=np.float32, o
     code = cuda.CUSource(src)
     p, i, f = types.uint64, types.int32, types.float32
     fwd = cuda.declare_device(f"mint_fwd_{name}", types.void(*[p] * 6, *[i] * 6, f), link=code, abi="c")
-    dq = cuda.declare_device(f"mint_dq_{name}", types.void(*[p] * 9, *[i] * 8, f), link=code, abi="c")
+    dq = cuda.declare_device(f"mint_dq_{name}", types.void(*[p] * 10, *[i] * 8, f), link=code, abi="c")
     dkdv = cuda.declare_device(f"mint_dkdv_{name}", types.void(*[p] * 9, *[i] * 8, f), link=code, abi="c")
     regs = MAX_REGISTERS if head_dim <= 64 else {}
 
@@ -558,8 +566,8 @@ def make_tc_kernels(head_dim: int, qkv_dtype=np.uint16, dout_dtype=np.float32, o
         fwd(q, k, v, o, lse, seg, T, H, ldq, ldk, ldv, ldo, scale)
 
     @cuda.jit(max_registers=regs.get("dq"))
-    def dq_kernel(g, q, k, v, o, lse, dsum, seg, dqa, T, H, ldg, ldq, ldk, ldv, ldo, lddq, scale):
-        dq(g, q, k, v, o, lse, dsum, seg, dqa, T, H, ldg, ldq, ldk, ldv, ldo, lddq, scale)
+    def dq_kernel(g, q, k, v, o, lse, dsum, seg, dqa, g16, T, H, ldg, ldq, ldk, ldv, ldo, lddq, scale):
+        dq(g, q, k, v, o, lse, dsum, seg, dqa, g16, T, H, ldg, ldq, ldk, ldv, ldo, lddq, scale)
 
     @cuda.jit(max_registers=regs.get("dkdv"))
     def dkdv_kernel(g, q, k, v, lse, dsum, seg, dka, dva, T, H, ldg, ldq, ldk, ldv, lddk, lddv, scale):
@@ -625,17 +633,19 @@ def flash_tc_forward(q, k, v, seg=None, out=None, lse=None):
     return out, lse
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #9b2a0fe9
-def flash_tc_backward(dout, q, k, v, out, lse, seg=None, dq=None, dk=None, dv=None, scratch=None):
+def flash_tc_backward(dout, q, k, v, out, lse, seg=None, dq=None, dk=None, dv=None, scratch=None, dout16=None):
     """Gradients (dq, dk, dv) float32 [B,T,H,hd] of `flash_tc_forward` from dout (float32 or bf16 bits), its out and lse.
     NumPy -> `flash_tc_backward_emu`; device -> two launches (dq and D = rowsum(dout·out) into scratch float32 [B,H,T], then dk, dv):
-    no atomics, so the result is the same bits on every run."""
+    no atomics, so the result is the same bits on every run. With float32 dout, `dout16` (uint16 [B,T,H,hd], contiguous) lets
+    the dq launch write dout's bf16 rounding for dk, dv to copy straight into shared memory: the same bits, faster."""
     fn = "flash_tc_backward"
     dev, (B, T, H, hd) = _check(fn, q, k, v, seg)
     sh, fl = (B, T, H, hd), (np.float32, np.uint16)
-    check_args(fn, outs=("dq", "dk", "dv", "scratch"), q=q, k=k, v=v, dout=(dout, sh, fl), out=(out, sh, fl),
+    check_args(fn, outs=("dq", "dk", "dv", "scratch", "dout16"), q=q, k=k, v=v, dout=(dout, sh, fl), out=(out, sh, fl),
                lse=(lse, (B, H, T), np.float32), dq=(dq, sh, np.float32) if dq is not None else None,
                dk=(dk, sh, np.float32) if dk is not None else None, dv=(dv, sh, np.float32) if dv is not None else None,
-               scratch=(scratch, (B, H, T), np.float32) if scratch is not None else None)
+               scratch=(scratch, (B, H, T), np.float32) if scratch is not None else None,
+               dout16=(dout16, sh, np.uint16) if dout16 is not None else None)
     if not dev:
         grads = flash_tc_backward_emu(dout, q, k, v, out, lse, seg)
         for g, buf in zip(grads, (dq, dk, dv)):
@@ -650,12 +660,19 @@ def flash_tc_backward(dout, q, k, v, out, lse, seg=None, dq=None, dk=None, dv=No
         return dq, dk, dv
     ldg, ldq, ldk, ldv, ldo, lddq, lddk, lddv = (_rows(fn, n, a, sh, QKV_DTYPES) for n, a in
         (("dout", dout), ("q", q), ("k", k), ("v", v), ("out", out), ("dq", dq), ("dk", dk), ("dv", dv)))
-    _, dqk, dkdvk = make_tc_kernels(hd, np.dtype(q.dtype).type, np.dtype(dout.dtype).type, np.dtype(out.dtype).type)
+    qt, gt, ot = (np.dtype(a.dtype).type for a in (q, dout, out))
+    _, dqk, dkdvk = make_tc_kernels(hd, qt, gt, ot)
+    g16 = dout16 is not None and gt is np.float32             # dq writes bf16 dout; dk/dv reads it (its bf16 instance)
+    if g16:
+        if _rows(fn, "dout16", dout16, sh, (np.uint16,)) != H * hd: raise ValueError(f"{fn}: dout16 must be contiguous [B,T,H,hd]")
+        dkdvk = make_tc_kernels(hd, qt, np.uint16, ot)[2]
     segp, i32, scale = np.uint64(0) if seg is None else _ptr(seg), np.int32, np.float32(1 / math.sqrt(hd))
     dqk[launch((cdiv(T, 64), H, B), 128)](_ptr(dout), _ptr(q), _ptr(k), _ptr(v), _ptr(out), _ptr(lse), _ptr(scratch), segp, _ptr(dq),
+                                          _ptr(dout16) if g16 else np.uint64(0),
                                           i32(T), i32(H), i32(ldg), i32(ldq), i32(ldk), i32(ldv), i32(ldo), i32(lddq), scale)
-    dkdvk[launch((cdiv(T, 64), H, B), 128)](_ptr(dout), _ptr(q), _ptr(k), _ptr(v), _ptr(lse), _ptr(scratch), segp, _ptr(dk), _ptr(dv),
-                                            i32(T), i32(H), i32(ldg), i32(ldq), i32(ldk), i32(ldv), i32(lddk), i32(lddv), scale)
+    dkdvk[launch((cdiv(T, 64), H, B), 128)](_ptr(dout16 if g16 else dout), _ptr(q), _ptr(k), _ptr(v), _ptr(lse), _ptr(scratch), segp,
+                                            _ptr(dk), _ptr(dv), i32(T), i32(H), i32(H * hd if g16 else ldg), i32(ldq), i32(ldk), i32(ldv),
+                                            i32(lddk), i32(lddv), scale)
     return dq, dk, dv
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #b39aeecc

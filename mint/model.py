@@ -472,8 +472,10 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig, layer: int = 0) -> None:
     add(v.dx, v.dr, v.dh)                                                      # dh = dx + J_FFNᵀ dx (copy, don't split)
     _linear_back(v, v.dh, A.o, A.o16, L.o_w, getattr(Q, "o_w", None), v.do, GL.o_w, GL.o_b, cfg.attention_bias)
     if v.flash:                                                                # recompute P tile by tile from lse
-        (flash_tc_backward if v.tc else flash_attention_backward)(v.do4, A.q, A.k, A.v, A.o4, A.lse, v.seg if v.use_seg else None,
-                                 dq=v.dq, dk=v.dk, dv=v.dv, scratch=v.dscores)
+        seg = v.seg if v.use_seg else None
+        if v.tc: flash_tc_backward(v.do4, A.q, A.k, A.v, A.o4, A.lse, seg, dq=v.dq, dk=v.dk, dv=v.dv, scratch=v.dscores,
+                                   dout16=None if v.dy16 is None else v.dy16[:v.do.size].reshape(v.do4.shape))   # dy16 is free here
+        else: flash_attention_backward(v.do4, A.q, A.k, A.v, A.o4, A.lse, seg, dq=v.dq, dk=v.dk, dv=v.dv, scratch=v.dscores)
     else:
         attention_backward(v.do4, A.q, A.k, A.v, A.probs, dq=v.dq, dk=v.dk, dv=v.dv, dscores=v.dscores)
     rope_backward(v.dq3, v.pos, out=v.dq3)                                     # rotate back by -θ, in place

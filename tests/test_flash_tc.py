@@ -76,21 +76,19 @@ NVCC = __import__("shutil").which("nvcc")
 
 
 @pytest.mark.skipif(NVCC is None, reason="no nvcc: the device code is compiled on GPU hosts only (NVRTC)")
-@pytest.mark.parametrize("hd,qkv", [(16, np.float32), (64, np.uint16), (96, np.float32), (128, np.uint16)])
-def test_device_code_builds_as_kernels(tmp_path, hd, qkv):
-    """Every head_dim's three device functions, wrapped in kernels and built by nvcc for sm_90 (ptxas too): syntax, and
-    each kernel's static shared memory within the 48 KB a block gets without asking (a `-rdc` build of the functions
-    alone does not check that; the double-buffered forward at head_dim 128 once needed 64 KB)."""
-    import subprocess
+@pytest.mark.parametrize("hd,qkv,dout", [(16, np.float32, np.float32), (64, np.uint16, np.float32), (64, np.float32, np.uint16),
+                                         (96, np.float32, np.float32), (128, np.uint16, np.uint16)])
+def test_device_code_builds_as_kernels(tmp_path, hd, qkv, dout):
+    """The tilings (head_dim 16, 64, 96, 128) and input types of the device code, each function wrapped in a kernel and
+    built by nvcc for sm_90 (ptxas too): syntax, and each kernel's static shared memory within the 48 KB a block gets
+    without asking (a `-rdc` build of the functions alone does not check that; the double-buffered forward at head_dim
+    128 once needed about 69 KB)."""
+    import re, subprocess
     from mint.flash_tc import tc_source
-    src, name = tc_source(hd, qkv, np.float32, np.float32)
-    u = "unsigned long long"
-    src += (f'\nextern "C" __global__ void f_(' + ", ".join(f"{u} a{j}" for j in range(6)) + ", " + ", ".join(f"int b{j}" for j in range(6))
-            + f', float s) {{ mint_fwd_{name}(a0, a1, a2, a3, a4, a5, b0, b1, b2, b3, b4, b5, s); }}\n'
-            f'extern "C" __global__ void q_(' + ", ".join(f"{u} a{j}" for j in range(9)) + ", " + ", ".join(f"int b{j}" for j in range(8))
-            + f', float s) {{ mint_dq_{name}(a0, a1, a2, a3, a4, a5, a6, a7, a8, b0, b1, b2, b3, b4, b5, b6, b7, s); }}\n'
-            f'extern "C" __global__ void d_(' + ", ".join(f"{u} a{j}" for j in range(9)) + ", " + ", ".join(f"int b{j}" for j in range(8))
-            + f', float s) {{ mint_dkdv_{name}(a0, a1, a2, a3, a4, a5, a6, a7, a8, b0, b1, b2, b3, b4, b5, b6, b7, s); }}\n')
+    src, name = tc_source(hd, qkv, dout, np.float32)
+    for fn, params in re.findall(r'extern "C" __device__ void (mint_\w+)\(([^)]*)\)', src):   # a kernel passing each one's arguments
+        names = [p.split()[-1] for p in params.split(",")]
+        src += f'\nextern "C" __global__ void k_{fn}({params}) {{ {fn}({", ".join(names)}); }}'
     (tmp_path / "k.cu").write_text(src)
     r = subprocess.run([NVCC, "-arch=sm_90", "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu"), "-Xptxas", "-v"],
                        capture_output=True, text=True)
