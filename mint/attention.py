@@ -8,7 +8,7 @@ from .core import on_device, simulator_enabled, cdiv  # before numba: without a 
 import math
 import numpy as np
 from numba import cuda, float32, njit, prange
-from .kernels import check_args, launch, grid2d, next_pow2, block_max, block_sum, reduction_block
+from .kernels import check_args, launch, grid2d, next_pow2, block_max, block_sum, reduction_block, exp_f32
 
 # %% auto #0
 __all__ = ['MASK_VALUE', 'MASKED_BELOW', 'QS', 'PS', 'ROW_MAX_THREADS', 'ROW_THREADS', 'attention_mask', 'attention_forward_ref',
@@ -85,9 +85,9 @@ def attention_backward_ref(dout, q, k, v, probs, dq=None, dk=None, dv=None, dsco
 # %% ../nbs/09_attention.ipynb #c67acf8f
 _NO_SEG_CPU = np.zeros((1, 1), np.int32)   # stands in for seg=None (a compiled loop takes an array, not None)
 
-@njit(cache=True, parallel=True)
-def _softmax_shift_cpu(s, seg, use_seg, scale):
-    "In place over s [B,H,T,T] holding Q·Kᵀ: allowed (causal, same segment) entries -> scale·s - row max, others -> -inf."
+@njit(cache=True, fastmath={"reassoc"}, parallel=True)
+def _softmax_cpu(s, seg, use_seg, scale):
+    "In place over s [B,H,T,T] holding Q·Kᵀ: each row -> softmax of scale·s over its allowed keys (causal, same segment), exactly 0 elsewhere; a row that sees nothing -> 0."
     B, H, T, Tk = s.shape
     for r in prange(B * H * T):
         b, h, t = r // (H * T), (r // T) % H, r % T
@@ -96,24 +96,19 @@ def _softmax_shift_cpu(s, seg, use_seg, scale):
         for j in range(t + 1):
             if not use_seg or (st >= 0 and seg[b, j] == st):
                 m = max(m, s[b, h, t, j] * scale)
-        for j in range(Tk):
-            ok = j <= t and m > -np.inf and (not use_seg or seg[b, j] == st)
-            s[b, h, t, j] = s[b, h, t, j] * scale - m if ok else -np.inf
-
-# %% ../nbs/09_attention.ipynb #9b308202
-@njit(cache=True, fastmath={"reassoc"}, parallel=True)
-def _softmax_finish_cpu(p):
-    "In place: divide every row of p [B,H,T,T] (holding e^{S-m}, 0 where masked) by its sum; an all-zero row stays 0."
-    B, H, T, Tk = p.shape
-    for r in prange(B * H * T):
-        b, h, t = r // (H * T), (r // T) % H, r % T
+        n = t + 1 if m > -np.inf else 0             # keys j < n may be allowed; j >= n are masked
         z = 0.0
-        for j in range(Tk):
-            z += p[b, h, t, j]
+        for j in range(n):
+            e = exp_f32(np.float32(s[b, h, t, j] * scale - m))
+            if use_seg: e = e if seg[b, j] == st else np.float32(0.0)
+            s[b, h, t, j] = e
+            z += e
+        for j in range(n, Tk):
+            s[b, h, t, j] = 0
         if z > 0:
             inv = 1.0 / z
-            for j in range(Tk):
-                p[b, h, t, j] *= inv
+            for j in range(n):
+                s[b, h, t, j] *= inv
 
 # %% ../nbs/09_attention.ipynb #4806641c
 @njit(cache=True, fastmath={"reassoc"}, parallel=True)
@@ -130,12 +125,10 @@ def _dscores_cpu(p, ds):
 
 # %% ../nbs/09_attention.ipynb #ce713b6b
 def attention_forward_cpu(q, k, v, seg=None, out=None, probs=None):
-    "attention_forward_ref's result with the softmax in three passes (two compiled loops around NumPy's exp); same arguments and buffers."
+    "attention_forward_ref's result with the softmax in one compiled pass (exp_f32 in the loop); same arguments and buffers."
     _check_fwd("attention_forward", q, k, v, seg, out, probs)
     s = np.matmul(_heads(q), _heads(k).swapaxes(-1, -2), out=probs)             # [B,H,T,T] = Q Kᵀ
-    _softmax_shift_cpu(s, _NO_SEG_CPU if seg is None else seg, seg is not None, 1 / math.sqrt(q.shape[3]))
-    np.exp(s, out=s)
-    _softmax_finish_cpu(s)
+    _softmax_cpu(s, _NO_SEG_CPU if seg is None else seg, seg is not None, 1 / math.sqrt(q.shape[3]))
     if out is None: out = np.empty(q.shape, q.dtype)
     np.matmul(s, _heads(v), out=_heads(out))
     return out, s

@@ -8,7 +8,7 @@ from .core import on_device, simulator_enabled  # before numba: without a GPU it
 import math
 import numpy as np
 from numba import cuda, float32, float64, njit, prange
-from .kernels import check_args, launch, block_max, block_sum, reduction_block
+from .kernels import check_args, launch, block_max, block_sum, reduction_block, exp_f32
 
 # %% auto #0
 __all__ = ['CE_MAX_BLOCK', 'CE_BLOCK', 'check_targets', 'cross_entropy_ref', 'cross_entropy_cpu', 'ce_count_kernel',
@@ -55,33 +55,28 @@ def cross_entropy_ref(logits: np.ndarray, targets: np.ndarray, loss_mask: np.nda
     return loss, p
 
 # %% ../nbs/10_loss.ipynb #def99b3e
-@njit(cache=True, parallel=True)
-def _ce_shift_cpu(logits, m, targets, out, zt):
-    "out[r] = logits[r] - m[r] row by row, after zt[r] = logits[r, targets[r]] - m[r] (so out may be logits)."
-    for r in prange(logits.shape[0]):
-        zt[r] = np.float64(logits[r, targets[r]]) - m[r]
-        for j in range(logits.shape[1]):
-            out[r, j] = logits[r, j] - m[r]
-
 @njit(cache=True, fastmath={"reassoc"}, parallel=True)
-def _ce_finish_cpu(e, targets, loss_mask, count, zt):
-    "e[r] holds exp(z - m): turn each row into (P - onehot)·mask/count in place; return Σ mask·(log Σe - zt) in float64."
+def _ce_rows_cpu(logits, m, targets, loss_mask, count, out):
+    "Row by row (m: the row maxima): out[r] = (softmax(logits[r]) - onehot)·mask/count, out may be logits; returns Σ mask·(log Σe - zt) in float64."
     total = 0.0
-    for r in prange(e.shape[0]):
+    for r in prange(logits.shape[0]):
+        zt = np.float64(logits[r, targets[r]]) - m[r]     # read before out (maybe logits) is written
         s = 0.0
-        for j in range(e.shape[1]):
-            s += e[r, j]
+        for j in range(logits.shape[1]):
+            e = exp_f32(logits[r, j] - m[r])
+            out[r, j] = e
+            s += e
         w = loss_mask[r] / count
         inv = w / s
-        for j in range(e.shape[1]):
-            e[r, j] *= inv
-        e[r, targets[r]] -= w
-        total += loss_mask[r] * (math.log(s) - zt[r])
+        for j in range(logits.shape[1]):
+            out[r, j] *= inv
+        out[r, targets[r]] -= w
+        total += loss_mask[r] * (math.log(s) - zt)
     return total
 
 # %% ../nbs/10_loss.ipynb #682257d4
 def cross_entropy_cpu(logits: np.ndarray, targets: np.ndarray, loss_mask: np.ndarray, dlogits=None):
-    "cross_entropy_ref's result for float32 logits in three passes (two compiled loops around NumPy's exp): (loss float, dlogits); dlogits may be logits."
+    "cross_entropy_ref's result for float32 logits in two passes (NumPy's row max, one compiled loop): (loss float, dlogits); dlogits may be logits."
     _check_ce("cross_entropy", logits, targets, loss_mask, dlogits)
     n, v = logits.shape
     check_targets(targets, v)
@@ -90,10 +85,7 @@ def cross_entropy_cpu(logits: np.ndarray, targets: np.ndarray, loss_mask: np.nda
     if n == 0 or count == 0:
         dlogits[...] = 0
         return 0.0, dlogits
-    zt = np.empty(n)
-    _ce_shift_cpu(logits, logits.max(axis=1), targets, dlogits, zt)
-    np.exp(dlogits, out=dlogits)
-    return _ce_finish_cpu(dlogits, targets, loss_mask, count, zt) / count, dlogits
+    return _ce_rows_cpu(logits, logits.max(axis=1), targets, loss_mask, count, dlogits) / count, dlogits
 
 # %% ../nbs/10_loss.ipynb #5534f9a5
 CE_MAX_BLOCK = 1024                                    # shared buffers' size; the largest block allowed

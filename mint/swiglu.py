@@ -8,7 +8,7 @@ from .core import on_device, simulator_enabled, cdiv  # before numba: without a 
 import math
 import numpy as np
 from numba import cuda, float32, njit, prange
-from .kernels import check_args, grid1d
+from .kernels import check_args, grid1d, exp_f32
 
 # %% auto #0
 __all__ = ['SWISH_CLAMP', 'sigmoid', 'swish', 'swish_grad', 'swiglu_forward_ref', 'swiglu_backward_ref', 'swiglu_forward_cpu',
@@ -68,17 +68,14 @@ def swiglu_backward_ref(dh: np.ndarray, gate: np.ndarray, up: np.ndarray, dgate=
     if dup is not None: np.copyto(dup, du); du = dup
     return dg, du
 
-# %% ../nbs/08_swiglu.ipynb #90073fc3
-@njit(cache=True, parallel=True)
-def _neg_clamp_cpu(x, out):
-    "out = -clamp(x, ±SWISH_CLAMP), elementwise over [N,F] arrays."
-    for i in prange(x.shape[0]):
-        for j in range(x.shape[1]):
-            v = x[i, j]
-            out[i, j] = -SWISH_CLAMP if v > SWISH_CLAMP else (SWISH_CLAMP if v < -SWISH_CLAMP else -v)
+# %% ../nbs/08_swiglu.ipynb #595d2217
+@njit(cache=True, inline="always")
+def _neg_clamp(g):
+    "-clamp(g, ±SWISH_CLAMP): the argument of exp in sigmoid(g), never past ±20."
+    return -SWISH_CLAMP if g > SWISH_CLAMP else (SWISH_CLAMP if g < -SWISH_CLAMP else -g)
 
 # %% ../nbs/08_swiglu.ipynb #5f2cf748
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _swish_pair(g, e):
     "(swish(g), swish'(g)) in float64 from e = exp(-clamp(g)), clamped at ±SWISH_CLAMP like the reference."
     if g > SWISH_CLAMP: return g, 1.0
@@ -88,42 +85,34 @@ def _swish_pair(g, e):
 
 # %% ../nbs/08_swiglu.ipynb #c9248820
 @njit(cache=True, parallel=True)
-def _swiglu_fwd_finish(gate, up, e, out):
+def _swiglu_fwd_loop(gate, up, out):
+    "out = swish(gate)·up element by element over [N,F] arrays (out may be gate or up)."
     for i in prange(gate.shape[0]):
         for j in range(gate.shape[1]):
-            sw, _ = _swish_pair(np.float64(gate[i, j]), np.float64(e[i, j]))
+            g = gate[i, j]
+            sw, _ = _swish_pair(np.float64(g), np.float64(exp_f32(_neg_clamp(g))))
             out[i, j] = sw * up[i, j]
 
 # %% ../nbs/08_swiglu.ipynb #ce00a65c
 @njit(cache=True, parallel=True)
-def _swiglu_bwd_finish(dh, gate, up, e, dgate, dup):
+def _swiglu_bwd_loop(dh, gate, up, dgate, dup):
+    "dgate = dh·up·swish'(gate), dup = dh·swish(gate) element by element over [N,F] arrays (outputs may be inputs)."
     for i in prange(gate.shape[0]):
         for j in range(gate.shape[1]):
-            d, u = np.float64(dh[i, j]), np.float64(up[i, j])
-            sw, dsw = _swish_pair(np.float64(gate[i, j]), np.float64(e[i, j]))
+            g, d, u = gate[i, j], np.float64(dh[i, j]), np.float64(up[i, j])
+            sw, dsw = _swish_pair(np.float64(g), np.float64(exp_f32(_neg_clamp(g))))
             dgate[i, j] = d * u * dsw
             dup[i, j] = d * sw
 
-# %% ../nbs/08_swiglu.ipynb #04eef693
-def _scratch(buf, *inputs):
-    "`buf` if it shares no memory with the inputs, else a new array like it."
-    return np.empty_like(buf) if any(np.may_share_memory(buf, a) for a in inputs) else buf
-
 # %% ../nbs/08_swiglu.ipynb #7665af1e
 def swiglu_forward_cpu(gate, up, out):
-    "h = swish(gate)*up for NumPy [N,F] arrays in three passes (compiled clamp, NumPy exp, compiled finish) into `out` (may be gate or up); returns out."
-    e = _scratch(out, gate, up)
-    _neg_clamp_cpu(gate, e)
-    np.exp(e, out=e)
-    _swiglu_fwd_finish(gate, up, e, out)
+    "h = swish(gate)*up for NumPy float32 [N,F] arrays in one compiled pass into `out` (may be gate or up); returns out."
+    _swiglu_fwd_loop(gate, up, out)
     return out
 
 def swiglu_backward_cpu(dh, gate, up, dgate, dup):
-    "(dgate, dup) = (dh*up*swish'(gate), dh*swish(gate)) for NumPy [N,F] arrays in three passes; outputs may be inputs."
-    e = _scratch(dgate, dh, gate, up, dup)
-    _neg_clamp_cpu(gate, e)
-    np.exp(e, out=e)
-    _swiglu_bwd_finish(dh, gate, up, e, dgate, dup)
+    "(dgate, dup) = (dh*up*swish'(gate), dh*swish(gate)) for NumPy float32 [N,F] arrays in one compiled pass; outputs may be inputs."
+    _swiglu_bwd_loop(dh, gate, up, dgate, dup)
     return dgate, dup
 
 # %% ../nbs/08_swiglu.ipynb #a2976a3d
