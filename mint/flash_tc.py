@@ -199,6 +199,23 @@ struct Tile<ROWS, HD, u16> {                                      // bf16 storag
     __device__ __forceinline__ void land(u16* s, int S) const {}
 };
 
+// One step of the K/V pipeline of the forward and dq kernels: tile i (and its keys' segment ids) lands in buffer buf,
+// the barrier, then tile i+1 (if any) is sent on its way into the other buffer.
+template <int BC, int SK, int HD, typename TI>
+__device__ __forceinline__ void kv_step(Tile<BC, HD, TI>& tk, Tile<BC, HD, TI>& tv, u16 (&sK)[2][BC * SK], u16 (&sV)[2][BC * SK],
+                                        int (&sSeg)[2][BC], int& sgn, int buf, int k0, int kend, const TI* k, const TI* v,
+                                        const int* seg, long hb, int h, int ldk, int ldv, int T) {
+    const int tid = threadIdx.x;
+    tk.land(sK[buf], SK); tv.land(sV[buf], SK);
+    if (seg && tid < BC) sSeg[buf][tid] = sgn;
+    cp_wait_all();
+    __syncthreads();                                   // tile i is in sK/sV[buf]; every warp is done with tile i-1
+    if (k0 + BC < kend) {
+        tk.issue(k, hb * ldk + h * HD, ldk, k0 + BC, T, sK[buf ^ 1], SK); tv.issue(v, hb * ldv + h * HD, ldv, k0 + BC, T, sV[buf ^ 1], SK);
+        if (seg && tid < BC) sgn = k0 + BC + tid < T ? seg[hb + k0 + BC + tid] : -1;
+    }
+}
+
 """)
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #a3f0c6d2
@@ -286,14 +303,7 @@ __device__ void flash_fwd(const TI* q, const TI* k, const TI* v, TO* o, float* l
     tk.issue(k, hb * ldk + h * HD, ldk, 0, T, sK[0], SK); tv.issue(v, hb * ldv + h * HD, ldv, 0, T, sV[0], SK);
     int sgn = (seg && tid < BC) ? (tid < T ? seg[hb + tid] : -1) : -1;
     for (int k0 = 0, buf = 0; k0 < kend; k0 += BC, buf ^= 1) {
-        tk.land(sK[buf], SK); tv.land(sV[buf], SK);
-        if (seg && tid < BC) sSeg[buf][tid] = sgn;
-        cp_wait_all();
-        __syncthreads();                               // tile i is in sK/sV[buf]; every warp is done with tile i-1
-        if (k0 + BC < kend) {
-            tk.issue(k, hb * ldk + h * HD, ldk, k0 + BC, T, sK[buf ^ 1], SK); tv.issue(v, hb * ldv + h * HD, ldv, k0 + BC, T, sV[buf ^ 1], SK);
-            if (seg && tid < BC) sgn = k0 + BC + tid < T ? seg[hb + k0 + BC + tid] : -1;
-        }
+        kv_step<BC, SK>(tk, tv, sK, sV, sSeg, sgn, buf, k0, kend, k, v, seg, hb, h, ldk, ldv, T);
         const u16 *cK = sK[buf], *cV = sV[buf]; const int* cSeg = sSeg[buf];
         float s[NB][4];
 #pragma unroll
@@ -400,14 +410,7 @@ __device__ void flash_bwd_dq(const TG* dout, const TI* q, const TI* k, const TI*
     for (int n = 0; n < ND; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
     const int kend = min(T, q0 + BR);
     for (int k0 = 0, buf = 0; k0 < kend; k0 += BC, buf ^= 1) {
-        tk.land(sK[buf], SK); tv.land(sV[buf], SK);
-        if (seg && tid < BC) sSeg[buf][tid] = sgn;
-        cp_wait_all();
-        __syncthreads();                               // tile i is in sK/sV[buf]; every warp is done with tile i-1
-        if (k0 + BC < kend) {
-            tk.issue(k, hb * ldk + h * HD, ldk, k0 + BC, T, sK[buf ^ 1], SK); tv.issue(v, hb * ldv + h * HD, ldv, k0 + BC, T, sV[buf ^ 1], SK);
-            if (seg && tid < BC) sgn = k0 + BC + tid < T ? seg[hb + k0 + BC + tid] : -1;
-        }
+        kv_step<BC, SK>(tk, tv, sK, sV, sSeg, sgn, buf, k0, kend, k, v, seg, hb, h, ldk, ldv, T);
         const u16 *cK = sK[buf], *cV = sV[buf]; const int* cSeg = sSeg[buf];
 """)
 
