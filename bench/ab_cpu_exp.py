@@ -18,9 +18,7 @@ import numpy as np  # noqa: E402
 from numba import njit, prange  # noqa: E402
 import mint.swiglu as SW, mint.attention as AT, mint.loss as LO  # noqa: E402
 from mint.loop import CpuEngine  # noqa: E402
-from mint.model import init_params  # noqa: E402
-from mint.train import TrainConfig  # noqa: E402
-from bench_train_step import PD_VOCAB, config, make_batches, LR, MAX_NORM  # noqa: E402
+from bench_train_step import ab_setup, LR  # noqa: E402
 
 # The old paths (mint before exp_f32): a compiled loop, NumPy's exp in place, a compiled loop.
 C = SW.SWISH_CLAMP
@@ -150,11 +148,7 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--torch", action="store_true", help="also time PyTorch CPU (bench_train_step's peer) in the same rounds")
     a = ap.parse_args()
-    cfg = config(a.preset, PD_VOCAB)
-    B, T = 32, cfg.max_seq_len
-    P = init_params(cfg, seed=0)
-    batches = make_batches(cfg, B, T, 2 + a.rounds * a.steps, seed=1)
-    tcfg = TrainConfig(batch_size=B, seq_len=T, lr=LR, max_grad_norm=MAX_NORM)
+    cfg, B, T, P, batches, tcfg = ab_setup(a.preset, 2 + a.rounds * a.steps)
     def mint_side(paths):
         eng = CpuEngine(P.copy(), cfg, tcfg)
         def step(b, t): use(paths); return eng.step(b, LR, t)

@@ -14,9 +14,8 @@ import benchlib  # noqa: E402
 import numpy as np  # noqa: E402
 import mint.rope as rope  # noqa: E402
 from mint.loop import CpuEngine  # noqa: E402
-from mint.model import Workspace, init_params  # noqa: E402
-from mint.train import TrainConfig  # noqa: E402
-from bench_train_step import PD_VOCAB, config, make_batches, LR, MAX_NORM  # noqa: E402
+from mint.model import Workspace  # noqa: E402
+from bench_train_step import ab_setup, LR  # noqa: E402
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 ap.add_argument("--preset", default="medium")
@@ -24,11 +23,7 @@ ap.add_argument("--rounds", type=int, default=8)
 ap.add_argument("--steps", type=int, default=3)
 ap.add_argument("--what", choices=["both", "direct", "rope"], default="both", help="which change the old side lacks (default both)")
 a = ap.parse_args()
-cfg = config(a.preset, PD_VOCAB)
-B, T = 32, cfg.max_seq_len
-P = init_params(cfg, seed=0)
-batches = make_batches(cfg, B, T, 2 + a.rounds * a.steps, seed=1)
-tcfg = TrainConfig(batch_size=B, seq_len=T, lr=LR, max_grad_norm=MAX_NORM)
+cfg, B, T, P, batches, tcfg = ab_setup(a.preset, 2 + a.rounds * a.steps)
 
 class OldEngine(CpuEngine):
     def workspace(self, cfg, B, T, attention, precision="fp32", recompute=False):

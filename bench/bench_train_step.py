@@ -50,6 +50,14 @@ def make_batches(cfg, batch_size: int, seq_len: int, n: int, seed: int = 0) -> l
     return [next(it) for _ in range(n)]
 
 
+def ab_setup(preset_name: str, n_batches: int, batch_size: int = 32) -> tuple:
+    "The start of the one-process CPU A/B scripts (ab_cpu_step.py, ab_cpu_exp.py): (cfg, B, T, weights, batches, TrainConfig)."
+    cfg = config(preset_name, PD_VOCAB)
+    B, T = batch_size, cfg.max_seq_len
+    return (cfg, B, T, init_params(cfg, seed=0), make_batches(cfg, B, T, n_batches, seed=1),
+            TrainConfig(batch_size=B, seq_len=T, lr=LR, max_grad_norm=MAX_NORM))
+
+
 class MintCPU:
     "Mint's NumPy training step: `mint.train.CpuEngine.step` on a copy of the weights."
     name = "Mint (NumPy)"
