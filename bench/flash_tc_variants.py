@@ -6,7 +6,7 @@ seq 512 / head_dim 64 (B 16, H 16), and its kernels' registers, spills and share
     python -c 'import mint.flash_tc as F; print(F.FLASH_TC_CU, end="")' > /tmp/mine.cu     # then edit it
     python bench/flash_tc_variants.py chapter chapter:168 mine=/tmp/mine.cu:128/168/168 --out results.json
 
-A variant is NAME[=FILE][:REGS][+DEFINES]: NAME one of EDITS (or any label with =FILE); REGS the register caps of the
+A variant is NAME[=FILE][:REGS][+DEFINES]: NAME a label, the device code read from FILE (chapter 26's without it); REGS the register caps of the
 forward, dq and dk/dv kernels as F/Q/D, or one cap for all three (default: the chapter's MAX_REGISTERS; 0 = none);
 DEFINES are C macros put before the source, as NAME=VALUE joined by commas (e.g. +MY_STEP=16).
 """
@@ -17,8 +17,7 @@ import numpy as np
 import mint.flash_tc as FT
 from flash_tc_bench import check, timing, register_caps                                          # noqa: E402
 
-BASE, CAPS = FT.FLASH_TC_CU, dict(FT.MAX_REGISTERS)
-EDITS = {"chapter": lambda s: s}      # named edits of chapter 26's device code (add one per idea; a .cu file works too)
+BASE, CAPS = FT.FLASH_TC_CU, dict(FT.MAX_REGISTERS)   # chapter 26's device code and register caps
 
 def regs_report(hd, qkv, dout, out):
     fwd, dq, dkdv = FT.make_tc_kernels(hd, qkv, dout, out)
@@ -33,7 +32,7 @@ def run(spec, rng):
     if "+" in name: name, defs = name.split("+", 1)
     if ":" in name: name, regs = name.rsplit(":", 1)
     if "=" in name: label, path = name.split("=", 1); src = open(path).read()
-    else: label, src = name, EDITS[name](BASE)
+    else: label, src = name, BASE
     src = "".join(f"#define {d.replace('=', ' ')}\n" for d in defs.split(",") if d) + src
     FT.FLASH_TC_CU, FT.MAX_REGISTERS = src, register_caps(regs) if regs else dict(CAPS)
     FT.make_tc_kernels.cache_clear()
