@@ -1,6 +1,9 @@
 """The glue kernels on a GPU, checked exactly against NumPy at the d768 step's shapes: `add`, `copy`, `fill` (the flat
 path of a contiguous array and the divided path of strided views) and the cuBLAS providers' bias start
-(`mint.cublas.bias_rows_kernel`, through `launch_gemm` with a bias), RoPE against its reference, to_bf16 (two elements a thread where the size is even and aligned) bit for bit, and bias_grad (row parts, then their sum) against a float64 sum, each also timed (ms, the median of 20 launches).
+(`mint.cublas.bias_rows_kernel`, through `launch_gemm` with a bias), RoPE against its reference, rope_bf16 (RoPE then bf16 in one launch) bit for bit against RoPE's kernel then to_bf16, to_bf16 (two elements a thread where the size is even and aligned) bit for bit, and bias_grad (row parts, then their sum) against a float64 sum, each also timed (ms, the median of 20 launches);
+to_bf16_and_bias_grad (one read of dy) against the two, and RMSNorm and SwiGLU straight to bf16 against
+the float32 kernels then to_bf16, bit for bit;
+then a bf16 + flash-tc model step on the device against the NumPy emulation, and its --recompute gradients bit for bit.
 
     python bench/glue_check.py          # needs a CUDA GPU; exit 1 if any check fails"""
 import sys, time
@@ -36,8 +39,9 @@ def check(name, got, want, t):
 check(f"add, contiguous [{N}, {d}]", (add(da, db, do), do.copy_to_host())[1], a + b, ms(lambda: add(da, db, do)))
 s3a, s3b = da.reshape(N, H, 64), db.reshape(N, H, 64)
 o3 = cuda.to_device(np.zeros((N, H, 64), np.float32))
-add(s3a[:, 1:], s3b[:, 1:], o3[:, 1:]); w = np.zeros((N, H, 64), np.float32); w[:, 1:] = (a + b).reshape(N, H, 64)[:, 1:]
-check("add, strided view [N, H-1, 64]", o3.copy_to_host(), w, ms(lambda: add(s3a[:, 1:], s3b[:, 1:], o3[:, 1:])))
+va, vb, vo = s3a[:, 1:], s3b[:, 1:], o3[:, 1:]      # views made once, as the model's are (numba takes ~0.7 s to slice these)
+add(va, vb, vo); w = np.zeros((N, H, 64), np.float32); w[:, 1:] = (a + b).reshape(N, H, 64)[:, 1:]
+check("add, strided view [N, H-1, 64]", o3.copy_to_host(), w, ms(lambda: add(va, vb, vo)))
 check("copy, contiguous", (copy(da, do), do.copy_to_host())[1], a, ms(lambda: copy(da, do)))
 check("fill, contiguous", (fill(do, 0.25), do.copy_to_host())[1], np.full((N, d), 0.25, np.float32), ms(lambda: fill(do, 0.25)))
 bias = rng.standard_normal(3 * d).astype(np.float32)
@@ -69,6 +73,14 @@ check("to_bf16, pairs (even size)", (to_bf16(dxb, d16), d16.copy_to_host())[1], 
 odd = cuda.device_array(N * d - 1, np.uint16)
 check("to_bf16, one at a time (odd size)", (to_bf16(dxb.reshape(N * d)[1:], odd), odd.copy_to_host())[1], to_bf16_ref(xb.ravel()[1:]),
       ms(lambda: to_bf16(dxb.reshape(N * d)[1:], odd)))
+from mint.flash_tc import rope_bf16                        # noqa: E402
+q3 = rng.standard_normal((N, 3, H, 64)).astype(np.float32)                 # the fused projection's rows: q | k | v
+dq3, d3 = cuda.to_device(q3), cuda.device_array((3, N, H, 64), np.uint16)
+want3 = np.stack([to_bf16(rope_forward(cuda.to_device(np.ascontiguousarray(q3[:, i])), dpos)).copy_to_host() for i in (0, 1)]
+                 + [to_bf16_ref(q3[:, 2])])                             # the kernels' RoPE, then rounded: the same bits
+qv, kv_, vv = dq3[:, 0], dq3[:, 1], dq3[:, 2]
+check("rope_bf16 (strided q, k, v rows)", (rope_bf16(qv, kv_, vv, dpos, out=d3), d3.copy_to_host())[1], want3,
+      ms(lambda: rope_bf16(qv, kv_, vv, dpos, out=d3)))
 from mint.matmul import bias_grad                          # noqa: E402
 gb = cuda.device_array(d, np.float32)
 g1 = bias_grad(da, out=gb).copy_to_host(); g2 = bias_grad(da, out=gb).copy_to_host()
@@ -76,5 +88,49 @@ err = float(np.linalg.norm(g1 - a.astype(np.float64).sum(0)) / np.linalg.norm(a.
 ok &= err < 1e-5 and np.array_equal(g1, g2)
 print(f"{f'bias_grad [{N}, {d}]':34s} rel err {err:.1e}, same bits twice {np.array_equal(g1, g2)}  "
       f"{ms(lambda: bias_grad(da, out=gb)):.3f} ms", flush=True)
+from mint.precision import to_bf16_and_bias_grad           # noqa: E402
+d16b, gb2 = cuda.device_array((N, d), np.uint16), cuda.device_array(d, np.float32)
+to_bf16_and_bias_grad(da, d16b, gb2)
+check("to_bf16_and_bias_grad: dy16", d16b.copy_to_host(), to_bf16_ref(a), ms(lambda: to_bf16_and_bias_grad(da, d16b, gb2)))
+check("to_bf16_and_bias_grad: db = bias_grad", gb2.copy_to_host(), g1, 0.0)
+from mint.precision import rmsnorm_forward_bf16, swiglu_forward_bf16   # noqa: E402
+from mint.rmsnorm import rmsnorm_forward                   # noqa: E402
+from mint.swiglu import swiglu_forward                     # noqa: E402
+gn = cuda.to_device(rng.standard_normal(d).astype(np.float32))
+n16, rs = cuda.device_array((N, d), np.uint16), cuda.device_array(N, np.float32)
+rmsnorm_forward_bf16(da, gn, 1e-6, n16, rs)
+check("rmsnorm_forward_bf16 = RMSNorm, to_bf16", n16.copy_to_host(), to_bf16(rmsnorm_forward(da, gn, 1e-6)[0]).copy_to_host(),
+      ms(lambda: rmsnorm_forward_bf16(da, gn, 1e-6, n16, rs)))
+F2 = 3 * d                                                 # d_ff
+gu = cuda.to_device(rng.standard_normal((N, 2, F2)).astype(np.float32) * 4)    # the fused GEMM's rows: gate | up
+gate_v, up_v, s16 = gu[:, 0], gu[:, 1], cuda.device_array((N, F2), np.uint16)
+swiglu_forward_bf16(gate_v, up_v, s16)
+check("swiglu_forward_bf16 = SwiGLU, to_bf16", s16.copy_to_host(), to_bf16(swiglu_forward(gate_v, up_v)).copy_to_host(),
+      ms(lambda: swiglu_forward_bf16(gate_v, up_v, s16)))
+# The model step that uses them: bf16 + flash-tc (rope_bf16, bf16 q/k/v/o), the device against the NumPy emulation, and
+# --recompute's gradients against the step without it, bit for bit on the device
+from mint.core import ModelConfig                           # noqa: E402
+from mint.model import Workspace, init_params, views, loss_forward, backward   # noqa: E402
+from mint.gpu_train import device_workspace                # noqa: E402
+from mint.data import Batch                                # noqa: E402
+Bm, Tm = (2, 8) if simulator_enabled() else (4, 128)
+cm = ModelConfig(vocab_size=64, d_model=32 if simulator_enabled() else 256, n_heads=2 if simulator_enabled() else 4,
+                 n_layers=2, max_seq_len=Tm, attention_bias=True)
+pm = init_params(cm, seed=0)
+ids = rng.integers(0, 64, (Bm, Tm)).astype(np.int32)
+bm = Batch(ids, np.roll(ids, -1, 1), np.ones((Bm, Tm), np.float32), np.tile(np.arange(Tm, dtype=np.int32), (Bm, 1)), None)
+def step(ws, W, g):
+    v_ = ws.load_batch(bm); L_ = loss_forward(W, cm, v_); backward(W, views(g, cm), cm, v_)
+    return float(np.asarray(L_.copy_to_host() if hasattr(L_, "copy_to_host") else L_).ravel()[0]), (g.copy_to_host() if hasattr(g, "copy_to_host") else g)
+gh = np.zeros_like(pm)
+lh, gh = step(Workspace(cm, Bm, Tm, attention="flash-tc", precision="bf16"), views(pm, cm), gh)
+Wd = views(cuda.to_device(pm), cm)
+runs = [step(device_workspace(cm, Bm, Tm, attention="flash-tc", precision="bf16", recompute=r), Wd, cuda.to_device(np.zeros_like(pm)))
+        for r in (False, True)]
+rel = float(np.linalg.norm(runs[0][1] - gh) / np.linalg.norm(gh))
+same = np.array_equal(runs[0][1], runs[1][1]) and runs[0][0] == runs[1][0]
+ok &= abs(runs[0][0] - lh) < 1e-3 and rel < 1e-2 and same
+print(f"{'model step, bf16 + flash-tc':34s} loss device {runs[0][0]:.6f} NumPy {lh:.6f}; grads rel diff {rel:.1e}; "
+      f"--recompute the same bits: {same}", flush=True)
 print("glue check", "passed" if ok else "FAILED")
 sys.exit(0 if ok else 1)

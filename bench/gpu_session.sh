@@ -25,6 +25,7 @@
 #   N: the notebooks in $NBS executed on the GPU, their #| gpu records rewritten (also after YM/YT when NBS is set)
 #   GS: the GEMM split (issue 21 item 9) — chapter 20 (training's GEMM, mint.gemm) under nbdev-test on the GPU, every rung of
 #      mint.gemm_ladder checked at 301x257x263, and the bench scripts that import both (gemm_ladder.py, gemm_profile.py)
+#   Z: flash-tc on bf16 q, k, v (rope_bf16): glue_check (+ the model step), the d768 bf16 profiles; ZB=1 adds bench_scale d768
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
 # Prepare once on the development machine (both folders are in .gitignore):
@@ -184,6 +185,24 @@ elif [ "$PART" = Y ]; then
       --peer-first --recompute-too --steps 3 --rounds 2 --budget-s 165 --out $L ) > $L/bench_scale.log 2>&1
   echo "bench_scale rc $? at ${SECONDS}s"; tail -16 $L/bench_scale.log
   tar cf "$OUT/y.tar" -C /tmp ylogs; ls -la "$OUT"
+elif [ "$PART" = Z ]; then
+  # Z (issue 17, 2026-12-04; about 150 s): flash-tc reading bf16 q, k, v that RoPE writes (mint.flash_tc.rope_bf16) and
+  #    writing bf16 o: the glue kernels and a bf16 + flash-tc model step checked on the GPU (bench/glue_check.py), then
+  #    the d768 bf16 step's profile with cuBLAS bf16 and with Mint's own GEMM (bench/profile_step.py); $OUT/z.tar.
+  #    ZB=1 also runs bench_scale at d768 (PyTorch bf16 + compile first; Mint bf16 with cuBLAS bf16 and v8; ZB_CONFIGS and
+  #    ZB_S (seconds, 200) to change)
+  L=/tmp/zlogs; mkdir -p $L
+  ( time timeout 120 python3 bench/glue_check.py ) > $L/glue_check.log 2>&1; echo "glue rc $? at ${SECONDS}s"; tail -18 $L/glue_check.log
+  for g in cublas-bf16 tc; do
+    ( time timeout 70 python3 bench/profile_step.py --preset d768 --precision bf16 --attention flash-tc --gemm $g --out $L ) > $L/prof_d768_$g.log 2>&1
+    echo "profile $g rc $? at ${SECONDS}s"; head -20 $L/prof_d768_$g.log | cut -c1-150
+  done
+  if [ "${ZB:-0}" = 1 ]; then
+    ( time timeout ${ZB_S:-200} python3 bench/bench_scale.py --configs ${ZB_CONFIGS:-d768} --mint bf16 --bf16-gemm cublas-bf16 tc \
+        --torch bf16 --peer-first --recompute-too --steps 3 --rounds 2 --budget-s $(( ${ZB_S:-200} - 20 )) --out $L ) > $L/bench_scale.log 2>&1
+    echo "bench_scale rc $? at ${SECONDS}s"; tail -16 $L/bench_scale.log
+  fi
+  tar cf "$OUT/z.tar" -C /tmp zlogs; ls -la "$OUT"
 elif [ "$PART" = T ]; then
   # T: tensor cores (issue 17), one lease: bench/bench_scale.py (Mint bf16 with the tensor-core GEMMs v7 and cuBLAS bf16
   #    and the tensor-core flash attention, Mint TF32, against PyTorch bf16 autocast + torch.compile + fused Adam), then

@@ -8,15 +8,17 @@ from .core import on_device, simulator_enabled, cdiv
 import functools, math, os
 import numpy as np
 import ml_dtypes
-from numba import cuda, types
-from .kernels import launch, check_args, copy
+from numba import cuda, types, float32, float64
+from .kernels import launch, check_args, copy, grid1d
+from .rope import rope_forward, rope_freqs_device
+from .precision import bf16_round, f32_bits, to_bf16_ref
 from .attention import MASK_VALUE
 from .flash_attention import tile_mask
 
 # %% auto #0
 __all__ = ['LOG2E', 'LN2', 'HEAD_DIMS', 'FLASH_TC_CU', 'MAX_REGISTERS', 'QKV_DTYPES', 'bf16_bits', 'bf16_value', 'tc_tiles',
            'flash_tc_forward_emu', 'flash_tc_backward_emu', 'tc_source', 'make_tc_kernels', 'flash_tc_forward',
-           'flash_tc_backward', 'attention_provider']
+           'flash_tc_backward', 'attention_provider', 'rope_bf16_kernel', 'rope_bf16']
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #d3d3c636
 LOG2E, LN2 = 1.4426950408889634, 0.6931471805599453
@@ -684,3 +686,40 @@ def attention_provider(precision: str = "fp32", attention: str = "auto", head_di
     if precision not in ("fp32", "bf16"): raise ValueError(f"precision must be 'fp32' or 'bf16', got {precision!r}")
     fits = head_dim is None or head_dim in HEAD_DIMS
     return "flash-tc" if precision == "bf16" and attention in ("auto", "flash") and fits else attention
+
+# %% ../nbs/26_flash_tensor_cores.ipynb #ac264a1b
+@cuda.jit(cache=True)
+def rope_bf16_kernel(q, k, v, pos, inv_freq, out):
+    "out[0], out[1] = bf16 bits of RoPE(q), RoPE(k) (rope_kernel's arithmetic); out[2] = bf16 bits of v; grid-stride over (n, p) pairs."
+    H = q.shape[1]
+    half = q.shape[2] // 2
+    for i in range(cuda.grid(1), q.shape[0] * half, cuda.gridsize(1)):
+        n = i // half
+        p = i - n * half
+        theta = float64(pos[n]) * inv_freq[p]
+        c = float32(math.cos(theta))
+        s = float32(math.sin(theta))
+        for h in range(H):
+            a, b = q[n, h, p], q[n, h, p + half]
+            out[0, n, h, p] = bf16_round(f32_bits(a * c - b * s))
+            out[0, n, h, p + half] = bf16_round(f32_bits(a * s + b * c))
+            a, b = k[n, h, p], k[n, h, p + half]
+            out[1, n, h, p] = bf16_round(f32_bits(a * c - b * s))
+            out[1, n, h, p + half] = bf16_round(f32_bits(a * s + b * c))
+            out[2, n, h, p] = bf16_round(f32_bits(v[n, h, p]))
+            out[2, n, h, p + half] = bf16_round(f32_bits(v[n, h, p + half]))
+
+# %% ../nbs/26_flash_tensor_cores.ipynb #6a8e1814
+def rope_bf16(q, k, v, pos, out=None):
+    "RoPE of q, k at positions pos [N] and v, rounded to bf16: float32 [N,H,hd] (rows may be strided) -> uint16 [3,N,H,hd] planes q | k | v, the bits of `to_bf16(rope_forward(q, pos))`. NumPy -> those two steps; device -> one launch."
+    N, H, hd = q.shape
+    sh = (N, H, hd)
+    dev = check_args("rope_bf16", outs=("out",), q=(q, sh, np.float32), k=(k, sh, np.float32), v=(v, sh, np.float32),
+                     pos=(pos, (N,), np.int32), out=(out, (3, *sh), np.uint16) if out is not None else None)
+    if not dev:
+        out = np.empty((3, *sh), np.uint16) if out is None else out
+        for i, x in enumerate((rope_forward(q, pos), rope_forward(k, pos), v)): to_bf16_ref(x, out=out[i])
+        return out
+    if out is None: out = cuda.device_array((3, *sh), np.uint16)
+    if q.size: rope_bf16_kernel[grid1d(N * (hd // 2))](q, k, v, pos, rope_freqs_device(hd), out)
+    return out

@@ -18,9 +18,9 @@ from .rmsnorm import rmsnorm_forward, rmsnorm_backward
 from .swiglu import swiglu_forward, swiglu_backward
 from .attention import attention_forward, attention_backward
 from .flash_attention import attention_cached, cache_write, cache_write_rows, attention_rows, flash_attention_forward, flash_attention_backward
-from .flash_tc import flash_tc_forward, flash_tc_backward
+from .flash_tc import flash_tc_forward, flash_tc_backward, rope_bf16
 from .loss import cross_entropy
-from .precision import PRECISIONS, to_bf16, linear_bf16, linear_backward_bf16
+from .precision import PRECISIONS, to_bf16, linear_bf16, linear_backward_bf16, rmsnorm_forward_bf16, swiglu_forward_bf16
 
 # %% auto #0
 __all__ = ['ATTENTION', 'INT32_MAX', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views', 'flops_per_token',
@@ -124,18 +124,21 @@ ATTENTION = ("unfused", "flash", "flash-tc")   # flash-tc: the bf16 tensor-core 
 
 def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: bool = True,
                      attention: str = "unfused", precision: str = "fp32", recompute: bool = False) -> dict[str, tuple[tuple, str]]:
-    "`name -> (shape, kind)` of every buffer of one step for `batch_size × seq_len` tokens; kind 'f' is the workspace's float dtype, 'i' int32; per-layer names end in `.l`. `attention='flash'` keeps a log-sum-exp per row instead of the probabilities; `precision='bf16'`: GEMM inputs stored as bf16 bits (kind 'h', uint16) and a bf16 copy of the weights (`w16`); `recompute`: one set of block activations for all layers (only `x.l` per layer)."
+    "`name -> (shape, kind)` of every buffer of one step for `batch_size × seq_len` tokens; kind 'f' is the workspace's float dtype, 'i' int32; per-layer names end in `.l`. `attention='flash'` keeps a log-sum-exp per row instead of the probabilities; 'flash-tc' keeps q, k, v as bf16 (`qkv16.l`), so the float32 rows (`qkv.0`, unless QK-norm's backward needs them) and, with bf16, o (`o.0`, which flash-tc writes as `o16.l`) are one buffer for every layer; `precision='bf16'`: GEMM inputs stored as bf16 bits (kind 'h', uint16) and a bf16 copy of the weights (`w16`); `recompute`: one set of block activations for all layers (only `x.l` per layer)."
     if attention not in ATTENTION: raise ValueError(f"attention must be one of {ATTENTION}, got {attention!r}")
     if precision not in PRECISIONS: raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     g = "h" if precision == "bf16" else "f"                            # GEMM inputs: bf16 bits, or the float dtype
     B, T, d, H, F, V, L = batch_size, seq_len, cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.vocab_size, cfg.n_layers
-    N = B * T
+    N, tc = B * T, attention == "flash-tc"
+    one_qkv, one_o = tc and not cfg.qk_norm, tc and g == "h"      # read once, straight after they are written
     s = {"ids": ((N,), "i"), "targets": ((N,), "i"), "loss_mask": ((N,), "f"), "pos": ((N,), "i"), "seg": ((B, T), "i")}
     for l in range(L + 1): s[f"x.{l}"] = ((N, d), "f")              # residual stream entering layer l (x.L: the last)
     for l in range(1 if recompute and training else L):          # --recompute: layer 0's set serves every layer
-        s.update({f"a.{l}": ((N, d), g), f"r1.{l}": ((N,), "f"), f"qkv.{l}": ((3, N, d), "f"),
-                  f"o.{l}": ((N, d), "f"), f"h.{l}": ((N, d), "f"), f"b.{l}": ((N, d), g), f"r2.{l}": ((N,), "f"),
-                  f"gu.{l}": ((2, N, F), "f"), f"m.{l}": ((N, F), g)})
+        s.update({f"a.{l}": ((N, d), g), f"r1.{l}": ((N,), "f"), f"h.{l}": ((N, d), "f"), f"b.{l}": ((N, d), g),
+                  f"r2.{l}": ((N,), "f"), f"gu.{l}": ((2, N, F), "f"), f"m.{l}": ((N, F), g)})
+        if l == 0 or not one_qkv: s[f"qkv.{l}"] = ((3, N, d), "f")
+        if l == 0 or not one_o: s[f"o.{l}"] = ((N, d), "f")
+        if tc: s[f"qkv16.{l}"] = ((3, N, d), "h")                   # RoPE'd q, k and v as bf16 (mint.flash_tc.rope_bf16)
         if g == "h": s[f"o16.{l}"] = ((N, d), "h")
         if training: s[f"lse.{l}" if attention != "unfused" else f"probs.{l}"] = ((B, H, T) if attention != "unfused" else (B, H, T, T), "f")
         if cfg.qk_norm: s.update({f"qkn.{l}": ((2, N, d), "f"), f"rqk.{l}": ((2, N * H), "f")})
@@ -182,22 +185,26 @@ def _direct_views(A, qkv, gu, cfg: ModelConfig, B: int, T: int, grads: bool = Fa
     if cfg.qk_norm: return
     r5, r4 = qkv_rows.reshape(B, T, 3, H, hd), qkv_rows.reshape(N, 3, H, hd)
     if grads: A.dq, A.dk, A.dv, A.dq3, A.dk3 = r5[:, :, 0], r5[:, :, 1], r5[:, :, 2], r4[:, 0], r4[:, 1]
-    else: A.qkv_rows, A.q, A.k, A.v, A.q3, A.k3 = qkv_rows, r5[:, :, 0], r5[:, :, 1], r5[:, :, 2], r4[:, 0], r4[:, 1]
+    else: A.qkv_rows, A.q, A.k, A.v, A.q3, A.k3, A.v3 = qkv_rows, r5[:, :, 0], r5[:, :, 1], r5[:, :, 2], r4[:, 0], r4[:, 1], r4[:, 2]
 
 # %% ../nbs/12_model.ipynb #8bf6d0b1
 def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int, direct: bool = False) -> SimpleNamespace:
     N, d, H, hd = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim
     x, out, l = w[f"x.{l}"], w[f"x.{l + 1}"], l if f"r1.{l}" in w else 0    # --recompute: layer 0's buffers, own x
-    qkv, gu = w[f"qkv.{l}"], w[f"gu.{l}"]
+    qkv, gu, o = w.get(f"qkv.{l}", w["qkv.0"]), w[f"gu.{l}"], w.get(f"o.{l}", w["o.0"])
     qk = w[f"qkn.{l}"] if cfg.qk_norm else qkv                     # where attention reads q and k (RoPE'd in place)
     bf = "w16" in w                                                # bf16: a, b, m are fp32 scratch, rounded into a16, b16, m16
     A = SimpleNamespace(x=x, out=out, a=w["n32"] if bf else w[f"a.{l}"], r1=w[f"r1.{l}"], qkv=qkv,
                         q=qk[0].reshape(B, T, H, hd), k=qk[1].reshape(B, T, H, hd), v=qkv[2].reshape(B, T, H, hd),
                         q3=qk[0].reshape(N, H, hd), k3=qk[1].reshape(N, H, hd),
-                        probs=w.get(f"probs.{l}"), lse=w.get(f"lse.{l}"), o=w[f"o.{l}"], o4=w[f"o.{l}"].reshape(B, T, H, hd),
+                        v3=qkv[2].reshape(N, H, hd), probs=w.get(f"probs.{l}"), lse=w.get(f"lse.{l}"), o=o, o4=o.reshape(B, T, H, hd),
                         h=w[f"h.{l}"], b=w["n32"] if bf else w[f"b.{l}"], r2=w[f"r2.{l}"], gu=gu, gate=gu[0], up=gu[1],
                         m=w["m32"] if bf else w[f"m.{l}"], a16=w[f"a.{l}"] if bf else None, b16=w[f"b.{l}"] if bf else None,
-                        m16=w[f"m.{l}"] if bf else None, o16=w.get(f"o16.{l}"))
+                        m16=w[f"m.{l}"] if bf else None, o16=w.get(f"o16.{l}"), qkv16=w.get(f"qkv16.{l}"))
+    if A.qkv16 is not None:                                        # flash-tc: its bf16 operands (and bf16 o)
+        A.qkv16 = A.qkv16.reshape(3, N, H, hd)
+        A.q16, A.k16, A.v16 = (A.qkv16[i].reshape(B, T, H, hd) for i in range(3))
+        A.o16_4 = None if A.o16 is None else A.o16.reshape(B, T, H, hd)
     if cfg.qk_norm:   # one row per (token, head): RMSNorm over head_dim, gain shared by the heads
         rqk = w[f"rqk.{l}"]
         A.q_pre, A.k_pre = qkv[0].reshape(N * H, hd), qkv[1].reshape(N * H, hd)
@@ -397,14 +404,24 @@ class RowsKV:
 
 # %% ../nbs/12_model.ipynb #f4cfce1b
 def _linear(x, x16, w, w16, b, out):
-    "out = x·wᵀ (+ b) in float32; with bf16 weights `w16` (precision bf16): x rounded into its bf16 copy `x16`, the bf16 GEMM."
+    "out = x·wᵀ (+ b) in float32; with bf16 weights `w16` (precision bf16): x rounded into its bf16 copy `x16` (x None: `x16` holds it already), the bf16 GEMM."
     if w16 is None: return linear_forward(x, w, b, out=out)
-    return linear_bf16(to_bf16(x, out=x16), w16, b, out=out)
+    return linear_bf16(x16 if x is None else to_bf16(x, out=x16), w16, b, out=out)
 
 def _linear_back(v, dy, x, x16, w, w16, dx, dw, db, has_bias):
     "`linear_backward` in float32; bf16: dy rounded into scratch, the forward's bf16 copies `x16` and `w16`, fp32 dx, dw, db."
     if w16 is None: return linear_backward(dy, x, w, dx=dx, dw=dw, db=db, has_bias=has_bias)
     return linear_backward_bf16(dy, v.dy16[:dy.size].reshape(dy.shape), x16, w16, dx=dx, dw=dw, db=db, has_bias=has_bias)
+
+def _norm(x, g, eps, out, out16, rstd):
+    "RMSNorm of x into `out`, or with bf16 GEMMs (`out16` given) into its bf16 copy only (`out`: scratch on the host); returns what `_linear` takes as x (None: `out16` holds it)."
+    if out16 is None: return rmsnorm_forward(x, g, eps, out=out, rstd=rstd)[0]
+    rmsnorm_forward_bf16(x, g, eps, out16, rstd, tmp=out)
+
+def _swiglu(gate, up, out, out16):
+    "swish(gate)·up into `out`, or with bf16 GEMMs (`out16` given) into its bf16 copy only; returns what `_linear` takes as x."
+    if out16 is None: return swiglu_forward(gate, up, out=out)
+    swiglu_forward_bf16(gate, up, out16, tmp=out)
 
 def _w16(v, l):
     "Layer `l`'s bf16 weight views (precision bf16), else None (`getattr(None, name, None)` is None)."
@@ -414,32 +431,34 @@ def _w16(v, l):
 def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: int = 0, full: bool = True) -> None:
     "One pre-norm block (§5.9) on the rows of `v`: `A.x` -> `A.out` = h + FFN(RMSNorm₂(h)), h = x + Attn(RMSNorm₁(x)); with `kv`, attention reads and extends the cache; `full=False` (recomputation) stops before the down projection, which the backward does not need."
     eps, Q = cfg.rms_eps, _w16(v, layer)
-    rmsnorm_forward(A.x, L.ln1, eps, out=A.a, rstd=A.r1)                       # a = RMSNorm₁(x)            [N,d]
-    _linear(A.a, A.a16, L.qkv_w, getattr(Q, "qkv_w", None), L.qkv_b, A.qkv_rows if v.direct_qkv else v.qkv_rows)   # [N,3d] = a·Wqkvᵀ (+ b)
+    a = _norm(A.x, L.ln1, eps, A.a, A.a16, A.r1)                               # a = RMSNorm₁(x)            [N,d]
+    _linear(a, A.a16, L.qkv_w, getattr(Q, "qkv_w", None), L.qkv_b, A.qkv_rows if v.direct_qkv else v.qkv_rows)   # [N,3d] = a·Wqkvᵀ (+ b)
     if not v.direct_qkv: swap01(v.qkv_rows3, A.qkv)                                # (N,3,d) -> (3,N,d): q | k | v
     if cfg.qk_norm:                                                            # Qwen3: RMSNorm over head_dim
         rmsnorm_forward(A.q_pre, L.q_norm, eps, out=A.q_rows, rstd=A.rq)       # [N·H, hd]
         rmsnorm_forward(A.k_pre, L.k_norm, eps, out=A.k_rows, rstd=A.rk)
-    rope_forward(A.q3, v.pos, out=A.q3)                                        # rotate q, k in place  [N,H,hd]
-    rope_forward(A.k3, v.pos, out=A.k3)
+    tc = v.tc and kv is None                                                   # flash-tc reads bf16 q, k, v, writes bf16 o
+    if tc: rope_bf16(A.q3, A.k3, A.v3, v.pos, out=A.qkv16)                     # RoPE'd q, k and v, rounded  [3,N,H,hd]
+    else:
+        rope_forward(A.q3, v.pos, out=A.q3)                                    # rotate q, k in place  [N,H,hd]
+        rope_forward(A.k3, v.pos, out=A.k3)
     seg = v.seg if v.use_seg else None
     if kv is not None:                                                         # decoding: the cache is the past
         kv.append(layer, A.k, A.v)
         kv.attend(layer, A.q, A.o4)                                              # over the cache (RowsKV: each token in its own row)
+    elif tc: flash_tc_forward(A.q16, A.k16, A.v16, seg, out=A.o4 if A.o16 is None else A.o16_4, lse=A.lse)
     elif v.flash:                                                              # o [B,T,H,hd], lse [B,H,T]
-        (flash_tc_forward if v.tc else flash_attention_forward)(A.q, A.k, A.v, seg, out=A.o4, lse=A.lse)
+        flash_attention_forward(A.q, A.k, A.v, seg, out=A.o4, lse=A.lse)
     else:                                                                      # o [B,T,H,hd], probs [B,H,T,T]
         attention_forward(A.q, A.k, A.v, seg, out=A.o4, probs=A.probs)
-    _linear(A.o, A.o16, L.o_w, getattr(Q, "o_w", None), L.o_b, A.h)           # h = x + o·Woᵀ (+ b)
+    _linear(None if tc and A.o16 is not None else A.o, A.o16, L.o_w, getattr(Q, "o_w", None), L.o_b, A.h)   # h = x + o·Woᵀ (+ b)
     add(A.h, A.x, A.h)
-    rmsnorm_forward(A.h, L.ln2, eps, out=A.b, rstd=A.r2)                       # b = RMSNorm₂(h)
-    _linear(A.b, A.b16, L.gu_w, getattr(Q, "gu_w", None), L.gu_b, A.gu_rows if v.direct_gu else v.gu_rows)  # [N,2F] = b·Wguᵀ (+ b)
+    b = _norm(A.h, L.ln2, eps, A.b, A.b16, A.r2)                               # b = RMSNorm₂(h)
+    _linear(b, A.b16, L.gu_w, getattr(Q, "gu_w", None), L.gu_b, A.gu_rows if v.direct_gu else v.gu_rows)  # [N,2F] = b·Wguᵀ (+ b)
     if not v.direct_gu: swap01(v.gu_rows3, A.gu)                                  # (2,N,F): gate | up
-    swiglu_forward(A.gate, A.up, out=A.m)                                      # m = swish(gate)·up  [N,F]
-    if not full:                                                               # recomputing: the backward reads m, not x'
-        if A.m16 is not None: to_bf16(A.m, out=A.m16)
-        return
-    _linear(A.m, A.m16, L.down_w, getattr(Q, "down_w", None), L.down_b, A.out)  # x' = h + m·Wdᵀ (+ b)
+    m = _swiglu(A.gate, A.up, A.m, A.m16)                                      # m = swish(gate)·up  [N,F]
+    if not full: return                                                       # recomputing: the backward reads m, not x'
+    _linear(m, A.m16, L.down_w, getattr(Q, "down_w", None), L.down_b, A.out)  # x' = h + m·Wdᵀ (+ b)
     add(A.out, A.h, A.out)
 
 # %% ../nbs/12_model.ipynb #600863b6
@@ -450,8 +469,8 @@ def forward(W, cfg: ModelConfig, v, kv: KVCache | None = None):
     for l, (L, A) in enumerate(zip(W.layers, v.layers)):
         layer_forward(L, A, v, cfg, kv, l)
     if kv is not None: kv.length += v.T
-    rmsnorm_forward(v.x[-1], W.norm, cfg.rms_eps, out=v.hf, rstd=v.rf)
-    _linear(v.hf, v.hf16, W.lm_w, getattr(v.W16, "lm_w", None), W.lm_b, v.logits)   # logits [N,V]
+    hf = _norm(v.x[-1], W.norm, cfg.rms_eps, v.hf, v.hf16, v.rf)
+    _linear(hf, v.hf16, W.lm_w, getattr(v.W16, "lm_w", None), W.lm_b, v.logits)   # logits [N,V]
     return v.logits
 
 def loss_forward(W, cfg: ModelConfig, v):
@@ -473,7 +492,8 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig, layer: int = 0) -> None:
     _linear_back(v, v.dh, A.o, A.o16, L.o_w, getattr(Q, "o_w", None), v.do, GL.o_w, GL.o_b, cfg.attention_bias)
     if v.flash:                                                                # recompute P tile by tile from lse
         seg = v.seg if v.use_seg else None
-        if v.tc: flash_tc_backward(v.do4, A.q, A.k, A.v, A.o4, A.lse, seg, dq=v.dq, dk=v.dk, dv=v.dv, scratch=v.dscores,
+        if v.tc: flash_tc_backward(v.do4, A.q16, A.k16, A.v16, A.o4 if A.o16 is None else A.o16_4, A.lse, seg,
+                                   dq=v.dq, dk=v.dk, dv=v.dv, scratch=v.dscores,
                                    dout16=None if v.dy16 is None else v.dy16[:v.do.size].reshape(v.do4.shape))   # dy16 is free here
         else: flash_attention_backward(v.do4, A.q, A.k, A.v, A.o4, A.lse, seg, dq=v.dq, dk=v.dk, dv=v.dv, scratch=v.dscores)
     else:

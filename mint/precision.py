@@ -4,18 +4,21 @@
 
 # %% ../nbs/25_mixed_precision.ipynb #aba74ac2
 from __future__ import annotations
-from .core import on_device  # before numba: without a GPU it switches the simulator on
+from .core import on_device, simulator_enabled, cdiv  # before numba: without a GPU it switches the simulator on
 import numpy as np
 import ml_dtypes
-from numba import cuda, uint32, uint64
-from .kernels import check_args, grid1d, scratch, clear_scratch as kernels_clear_scratch
-from .matmul import bias_grad
+from numba import cuda, types, float32, uint32, uint64
+from .kernels import launch, check_args, grid1d, scratch, clear_scratch as kernels_clear_scratch, column_block, block_sum_y, COL_BX, COL_SLOTS
+from .matmul import bias_grad, bias_grad_kernel, _bias_parts
 from .gemm import launch_gemm, get_gemm_provider, BF16_PROVIDERS
+from .rmsnorm import rmsnorm_forward, row_rstd, RMSNORM_BLOCK, RMSNORM_MAX_BLOCK
+from .swiglu import swiglu_forward, swiglu_value
 
 # %% auto #0
 __all__ = ['QNAN_BF16', 'PRECISIONS', 'round_bits_ref', 'to_bf16_ref', 'from_bf16_ref', 'bf16_round', 'to_bf16_kernel',
            'to_bf16_pairs_kernel', 'from_bf16_kernel', 'to_bf16', 'from_bf16', 'gemm_bf16', 'linear_bf16',
-           'linear_backward_bf16', 'widen_operands', 'clear_scratch']
+           'round_bias_part_kernel', 'to_bf16_and_bias_grad', 'linear_backward_bf16', 'rmsnorm_bf16_kernel',
+           'swiglu_bf16_kernel', 'rmsnorm_forward_bf16', 'swiglu_forward_bf16', 'widen_operands', 'clear_scratch']
 
 # %% ../nbs/25_mixed_precision.ipynb #90243930
 QNAN_BF16 = 0x7FC0          # the quiet NaN ml_dtypes writes (sign kept)
@@ -52,6 +55,21 @@ def bf16_round(w):
     "The bf16 bits (in a uint32) of the float32 whose bits are w, round to nearest even; NaN -> quiet NaN."
     if (w & 0x7FFFFFFF) > 0x7F800000: return ((w >> 16) & 0x8000) | QNAN_BF16
     return (w + 0x7FFF + ((w >> 16) & 1)) >> 16
+
+# %% ../nbs/25_mixed_precision.ipynb #418e81e5
+if simulator_enabled():
+    def f32_bits(x):
+        "The bits of a float32 as a uint32 (the simulator runs kernels as Python)."
+        return np.float32(x).view(np.uint32)
+else:
+    from numba.cuda.extending import intrinsic as _cuda_intrinsic
+    from llvmlite import ir as _ir
+    @_cuda_intrinsic
+    def f32_bits(typingctx, x):
+        "In a kernel: the bits of a float32 as a uint32 (an LLVM bitcast: no instruction), for `bf16_round` of a value computed in the kernel."
+        if x != types.float32: return None
+        def codegen(context, builder, signature, args): return builder.bitcast(args[0], _ir.IntType(32))
+        return types.uint32(types.float32), codegen
 
 # %% ../nbs/25_mixed_precision.ipynb #2aeaeb21
 @cuda.jit(cache=True)
@@ -134,13 +152,86 @@ def linear_bf16(x16, w16, b=None, out=None):
     "y = x·wᵀ + b for bf16 `x16` [N,in], `w16` [out,in] and float32 `b`, `y`: the training forward's GEMM in bf16."
     return gemm_bf16(x16, w16, out, b, False, True)
 
+# %% ../nbs/25_mixed_precision.ipynb #b3ec3615
+@cuda.jit(cache=True)
+def round_bias_part_kernel(dy, part, dy16):
+    "`bias_part_kernel` that also writes dy16[n, j] = bf16 bits of dy[n, j] as it reads them: the partial column sums, in the same order, and the rounded copy."
+    buf = cuda.shared.array(COL_SLOTS, float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    col = cuda.blockIdx.x * COL_BX + tx
+    rows = (dy.shape[0] + part.shape[0] - 1) // part.shape[0]
+    r0 = cuda.blockIdx.y * rows
+    acc = float32(0.0)
+    if col < dy.shape[1]:
+        for n in range(r0 + ty, min(r0 + rows, dy.shape[0]), cuda.blockDim.y):
+            v = dy[n, col]
+            acc += v
+            dy16[n, col] = bf16_round(f32_bits(v))
+    total = block_sum_y(buf, acc)
+    if ty == 0 and col < part.shape[1]:
+        part[cuda.blockIdx.y, col] = total
+
+# %% ../nbs/25_mixed_precision.ipynb #efe0ee5c
+def to_bf16_and_bias_grad(dy, dy16, db=None):
+    "(dy16 = to_bf16(dy), db = bias_grad(dy)) for float32 dy [N,O]: on the device one read of dy (`round_bias_part_kernel`, then the parts' sum), the same bits as the two calls; NumPy (or N <= 1024, where bias_grad makes one part): the two calls."
+    dev = check_args("to_bf16_and_bias_grad", outs=("dy16", "db"), dy=(dy, ("N", "O"), np.float32),
+                     dy16=(dy16, ("N", "O"), np.uint16), db=(db, ("O",), np.float32) if db is not None else None)
+    N, O = dy.shape
+    P = min(16, cdiv(N, 1024))                       # bias_grad's row parts
+    if not dev or P <= 1: return to_bf16(dy, out=dy16), bias_grad(dy, out=db)
+    if db is None: db = cuda.device_array(O, np.float32)
+    part = _bias_parts(P, O)
+    round_bias_part_kernel[column_block(O, cdiv(N, P), parts=P)](dy, part, dy16)
+    bias_grad_kernel[column_block(O, P)](part, db)
+    return dy16, db
+
 # %% ../nbs/25_mixed_precision.ipynb #6ad2404f
 def linear_backward_bf16(dy, dy16, x16, w16, dx=None, dw=None, db=None, has_bias: bool = True) -> tuple:
-    "(dx = dy·w, dw = dyᵀ·x, db = Σ_rows dy or None): float32 `dy` rounded into `dy16`, bf16 `x16`, `w16`; dx, dw, db float32 (db summed from the fp32 dy)."
-    to_bf16(dy, out=dy16)
+    "(dx = dy·w, dw = dyᵀ·x, db = Σ_rows dy or None): float32 `dy` rounded into `dy16`, bf16 `x16`, `w16`; dx, dw, db float32 (db summed from the fp32 dy, in the kernel that rounds it)."
+    if has_bias: dy16, db = to_bf16_and_bias_grad(dy, dy16, db)       # one read of dy for both
+    else: dy16, db = to_bf16(dy, out=dy16), None
     dx = gemm_bf16(dy16, w16, dx)
     dw = gemm_bf16(dy16, x16, dw, trans_a=True)
-    return dx, dw, bias_grad(dy, out=db) if has_bias else None
+    return dx, dw, db
+
+# %% ../nbs/25_mixed_precision.ipynb #00e43528
+@cuda.jit(cache=True)
+def rmsnorm_bf16_kernel(x, g, eps, y16, rstd):
+    "`rmsnorm_fwd_kernel` storing y only as bf16 bits: one block per row of x [N,d]."
+    row = cuda.blockIdx.x
+    buf = cuda.shared.array(RMSNORM_MAX_BLOCK, float32)
+    r = row_rstd(x, row, eps, buf)
+    if cuda.threadIdx.x == 0:
+        rstd[row] = r
+    for j in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):
+        y16[row, j] = bf16_round(f32_bits(x[row, j] * r * g[j]))
+
+@cuda.jit(cache=True)
+def swiglu_bf16_kernel(gate, up, h16):
+    "`swiglu_fwd_kernel` storing h only as bf16 bits: grid-stride over [N,F]."
+    n_cols = gate.shape[1]
+    for i in range(cuda.grid(1), gate.shape[0] * n_cols, cuda.gridsize(1)):
+        r = i // n_cols
+        c = i - r * n_cols
+        h16[r, c] = bf16_round(f32_bits(swiglu_value(gate[r, c], up[r, c])))
+
+# %% ../nbs/25_mixed_precision.ipynb #c90ee5df
+def rmsnorm_forward_bf16(x, g, eps: float, out16, rstd, tmp=None):
+    "RMSNorm of float32 x [N,d] with gain g stored only as bf16 bits `out16` [N,d] (a GEMM's operand), and rstd [N]: the bits of `to_bf16(rmsnorm_forward(x, g, eps)[0])`. Device: one kernel, no float32 output; NumPy: those two steps (the float32 output in `tmp` when given)."
+    dev = check_args("rmsnorm_forward_bf16", outs=("out16", "rstd"), x=(x, ("N", "d"), np.float32), g=(g, ("d",), np.float32),
+                     out16=(out16, ("N", "d"), np.uint16), rstd=(rstd, ("N",), np.float32))
+    if not dev: return to_bf16_ref(rmsnorm_forward(x, g, eps, out=tmp, rstd=rstd)[0], out=out16), rstd
+    if x.shape[0]: rmsnorm_bf16_kernel[launch(x.shape[0], RMSNORM_BLOCK)](x, g, np.float32(eps), out16, rstd)
+    return out16, rstd
+
+def swiglu_forward_bf16(gate, up, out16, tmp=None):
+    "swish(gate)·up of float32 [N,F] arrays (rows may be strided) stored only as bf16 bits `out16`: the bits of `to_bf16(swiglu_forward(gate, up))`. Device: one kernel; NumPy: those two steps (through `tmp` when given)."
+    dev = check_args("swiglu_forward_bf16", outs=("out16",), gate=(gate, ("N", "F"), np.float32), up=(up, ("N", "F"), np.float32),
+                     out16=(out16, ("N", "F"), np.uint16))
+    if not dev: return to_bf16_ref(swiglu_forward(gate, up, out=tmp), out=out16)
+    if gate.size: swiglu_bf16_kernel[grid1d(gate.size)](gate, up, out16)
+    return out16
 
 # %% ../nbs/25_mixed_precision.ipynb #6b555eb8
 def widen_operands(a, b):

@@ -12,8 +12,8 @@ from .kernels import check_args, launch, grid2d, block_sum, block_sum_y, reducti
 
 # %% auto #0
 __all__ = ['RMSNORM_MAX_BLOCK', 'RMSNORM_BLOCK', 'rmsnorm_forward_ref', 'rmsnorm_backward_ref', 'rmsnorm_forward_cpu',
-           'rmsnorm_backward_cpu', 'rmsnorm_fwd_kernel', 'rmsnorm_bwd_kernel', 'rmsnorm_dg_kernel', 'rmsnorm_forward',
-           'rmsnorm_backward']
+           'rmsnorm_backward_cpu', 'row_rstd', 'rmsnorm_fwd_kernel', 'rmsnorm_bwd_kernel', 'rmsnorm_dg_kernel',
+           'rmsnorm_forward', 'rmsnorm_backward']
 
 # %% ../nbs/07_rmsnorm.ipynb #aac9ce8e
 def _check_fwd(fn: str, x, g, out, rstd) -> bool:
@@ -91,22 +91,25 @@ def rmsnorm_backward_cpu(dy, x, g, rstd, dx, dg):
 RMSNORM_MAX_BLOCK = 1024                                   # shared buffer size (floats); largest block allowed
 RMSNORM_BLOCK = 32 if simulator_enabled() else 128         # default threads per row (one warp under the simulator)
 
+@cuda.jit(device=True, inline=True)
+def row_rstd(x, row, eps, buf):
+    "r = 1/sqrt(mean(x[row]^2)+eps), summed by the block's threads through the shared `buf`; every thread calls it and gets r."
+    acc = float32(0.0)
+    for j in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):   # strided loop: any d with any block size
+        v = x[row, j]
+        acc += v * v
+    return float32(1.0) / math.sqrt(block_sum(buf, acc) / float32(x.shape[1]) + eps)
+
 @cuda.jit(cache=True)
 def rmsnorm_fwd_kernel(x, g, eps, y, rstd):
     "One block per row of x[N,d] (float32): y = x*g*r, rstd[row] = r = 1/sqrt(mean(x^2)+eps)."
     row = cuda.blockIdx.x
     t = cuda.threadIdx.x
-    nt = cuda.blockDim.x
-    d = x.shape[1]
     buf = cuda.shared.array(RMSNORM_MAX_BLOCK, float32)
-    acc = float32(0.0)
-    for j in range(t, d, nt):                          # strided loop: any d with any block size
-        v = x[row, j]
-        acc += v * v
-    r = float32(1.0) / math.sqrt(block_sum(buf, acc) / float32(d) + eps)
+    r = row_rstd(x, row, eps, buf)
     if t == 0:
         rstd[row] = r
-    for j in range(t, d, nt):
+    for j in range(t, x.shape[1], cuda.blockDim.x):
         y[row, j] = x[row, j] * r * g[j]
 
 # %% ../nbs/07_rmsnorm.ipynb #05d0b62e

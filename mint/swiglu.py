@@ -12,8 +12,8 @@ from .kernels import check_args, grid1d, exp_f32
 
 # %% auto #0
 __all__ = ['SWISH_CLAMP', 'sigmoid', 'swish', 'swish_grad', 'swiglu_forward_ref', 'swiglu_backward_ref', 'swiglu_forward_cpu',
-           'swiglu_backward_cpu', 'sigmoid_dev', 'swiglu_fwd_kernel', 'swiglu_bwd_kernel', 'swiglu_forward',
-           'swiglu_backward']
+           'swiglu_backward_cpu', 'sigmoid_dev', 'swiglu_value', 'swiglu_fwd_kernel', 'swiglu_bwd_kernel',
+           'swiglu_forward', 'swiglu_backward']
 
 # %% ../nbs/08_swiglu.ipynb #23709960
 SWISH_CLAMP = 20.0   # beyond +-20, swish(x) = x or 0 and swish'(x) = 1 or 0 (§5.6)
@@ -123,6 +123,17 @@ def sigmoid_dev(x):
     return float32(1.0) / (float32(1.0) + math.exp(-z))
 
 # %% ../nbs/08_swiglu.ipynb #1d8a4076
+@cuda.jit(device=True, inline=True)
+def swiglu_value(g, u):
+    "swish(g)*u of one float32 pair, swish clamped as in `sigmoid_dev`."
+    if g > SWISH_CLAMP:
+        sw = g
+    elif g < -SWISH_CLAMP:
+        sw = float32(0.0)
+    else:
+        sw = g * sigmoid_dev(g)
+    return sw * u
+
 @cuda.jit(cache=True)
 def swiglu_fwd_kernel(gate, up, h):
     "h = swish(gate)*up elementwise over [N,F] float32, one thread per element, grid-stride loop."
@@ -131,15 +142,7 @@ def swiglu_fwd_kernel(gate, up, h):
     for i in range(cuda.grid(1), n, cuda.gridsize(1)):
         r = i // n_cols
         c = i - r * n_cols
-        g = gate[r, c]
-        u = up[r, c]
-        if g > SWISH_CLAMP:
-            sw = g
-        elif g < -SWISH_CLAMP:
-            sw = float32(0.0)
-        else:
-            sw = g * sigmoid_dev(g)
-        h[r, c] = sw * u
+        h[r, c] = swiglu_value(gate[r, c], up[r, c])
 
 # %% ../nbs/08_swiglu.ipynb #1727bdf1
 @cuda.jit(cache=True)
