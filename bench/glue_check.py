@@ -3,7 +3,8 @@ path of a contiguous array and the divided path of strided views) and the cuBLAS
 (`mint.cublas.bias_rows_kernel`, through `launch_gemm` with a bias), RoPE against its reference, rope_bf16 (RoPE then bf16 in one launch) bit for bit against RoPE's kernel then to_bf16, to_bf16 (two elements a thread where the size is even and aligned) bit for bit, and bias_grad (row parts, then their sum) against a float64 sum, each also timed (ms, the median of 20 launches);
 to_bf16_and_bias_grad (one read of dy) against the two, and RMSNorm and SwiGLU straight to bf16 against
 the float32 kernels then to_bf16, bit for bit;
-then a bf16 + flash-tc model step on the device against the NumPy emulation, and its --recompute gradients bit for bit.
+then a bf16 + flash-tc model step on the device (each bf16 GEMM provider) against the NumPy emulation, and its --recompute
+gradients bit for bit (but the embedding's, whose backward adds with atomics: chapter 27).
 
     python bench/glue_check.py          # needs a CUDA GPU; exit 1 if any check fails"""
 import sys, time
@@ -122,15 +123,20 @@ bm = Batch(ids, np.roll(ids, -1, 1), np.ones((Bm, Tm), np.float32), np.tile(np.a
 def step(ws, W, g):
     v_ = ws.load_batch(bm); L_ = loss_forward(W, cm, v_); backward(W, views(g, cm), cm, v_)
     return float(np.asarray(L_.copy_to_host() if hasattr(L_, "copy_to_host") else L_).ravel()[0]), (g.copy_to_host() if hasattr(g, "copy_to_host") else g)
-gh = np.zeros_like(pm)
-lh, gh = step(Workspace(cm, Bm, Tm, attention="flash-tc", precision="bf16"), views(pm, cm), gh)
-Wd = views(cuda.to_device(pm), cm)
-runs = [step(device_workspace(cm, Bm, Tm, attention="flash-tc", precision="bf16", recompute=r), Wd, cuda.to_device(np.zeros_like(pm)))
-        for r in (False, True)]
-rel = float(np.linalg.norm(runs[0][1] - gh) / np.linalg.norm(gh))
-same = np.array_equal(runs[0][1], runs[1][1]) and runs[0][0] == runs[1][0]
-ok &= abs(runs[0][0] - lh) < 1e-3 and rel < 1e-2 and same
-print(f"{'model step, bf16 + flash-tc':34s} loss device {runs[0][0]:.6f} NumPy {lh:.6f}; grads rel diff {rel:.1e}; "
-      f"--recompute the same bits: {same}", flush=True)
+emb = slice(0, cm.vocab_size * cm.d_model)     # model.embed_tokens.weight: its backward adds with atomics, in any order on a GPU
+rest = lambda g: np.delete(g, emb)
+lh, gh = step(Workspace(cm, Bm, Tm, attention="flash-tc", precision="bf16"), views(pm, cm), np.zeros_like(pm))
+from mint.gemm import gemm_provider                        # noqa: E402
+for prov in ["mint"] if simulator_enabled() else ["mint", "cublas-bf16", "tc"]:
+    with gemm_provider(prov):
+        Wd = views(cuda.to_device(pm), cm)
+        runs = [step(device_workspace(cm, Bm, Tm, attention="flash-tc", precision="bf16", recompute=r), Wd,
+                     cuda.to_device(np.zeros_like(pm))) for r in (False, True)]
+    rel = float(np.linalg.norm(runs[0][1] - gh) / np.linalg.norm(gh))
+    same = np.array_equal(rest(runs[0][1]), rest(runs[1][1])) and runs[0][0] == runs[1][0]
+    ok &= abs(runs[0][0] - lh) < 1e-3 and rel < 1e-2 and same
+    print(f"{f'model step, bf16 + flash-tc, {prov}':34s} loss device {runs[0][0]:.6f} NumPy {lh:.6f}; grads rel diff {rel:.1e}; "
+          f"--recompute: loss and non-embedding gradients the same bits {same}, embedding gradient rel diff "
+          f"{np.linalg.norm(runs[1][1][emb] - runs[0][1][emb]) / np.linalg.norm(runs[0][1][emb]):.1e}", flush=True)
 print("glue check", "passed" if ok else "FAILED")
 sys.exit(0 if ok else 1)

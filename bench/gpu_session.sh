@@ -193,8 +193,8 @@ elif [ "$PART" = Z ]; then
   #    ZB_S (seconds, 200) to change)
   L=/tmp/zlogs; mkdir -p $L
   ( time timeout 120 python3 bench/glue_check.py ) > $L/glue_check.log 2>&1; echo "glue rc $? at ${SECONDS}s"; tail -18 $L/glue_check.log
-  for g in cublas-bf16 tc; do
-    ( time timeout 70 python3 bench/profile_step.py --preset d768 --precision bf16 --attention flash-tc --gemm $g --out $L ) > $L/prof_d768_$g.log 2>&1
+  for g in ${ZP:-cublas-bf16 tc}; do     # ZP: the GEMM providers to profile
+    ( time timeout 110 python3 bench/profile_step.py --preset d768 --precision bf16 --attention flash-tc --gemm $g --out $L ) > $L/prof_d768_$g.log 2>&1
     echo "profile $g rc $? at ${SECONDS}s"; head -20 $L/prof_d768_$g.log | cut -c1-150
   done
   if [ "${ZB:-0}" = 1 ]; then

@@ -93,9 +93,13 @@ def from_bf16_kernel(b, out):
         out[i] = uint32(b[i]) << 16            # widen first: a uint16 shifted by 16 would lose the bits
 
 # %% ../nbs/25_mixed_precision.ipynb #5476c0a3
+def _contiguous(a) -> bool:
+    "Is the device array (or the simulator's) C-contiguous?"
+    return a.is_c_contiguous() if hasattr(a, "is_c_contiguous") else a._ary.flags.c_contiguous
+
 def _flat(a, name: str, fn: str):
     "A contiguous device array as 1-D (a view); ValueError naming `fn` and `name` otherwise."
-    if not (a.is_c_contiguous() if hasattr(a, "is_c_contiguous") else a._ary.flags.c_contiguous):
+    if not _contiguous(a):
         raise ValueError(f"{fn}: {name} must be contiguous (got strides {a.strides}); convert a contiguous copy")
     return a.reshape(a.size)
 
@@ -154,35 +158,41 @@ def linear_bf16(x16, w16, b=None, out=None):
 
 # %% ../nbs/25_mixed_precision.ipynb #b3ec3615
 @cuda.jit(cache=True)
-def round_bias_part_kernel(dy, part, dy16):
-    "`bias_part_kernel` that also writes dy16[n, j] = bf16 bits of dy[n, j] as it reads them: the partial column sums, in the same order, and the rounded copy."
+def round_bias_part_kernel(dy, part, dy16x2):
+    "`bias_part_kernel` on column pairs (2c, 2c+1) that also writes dy's bf16 bits, a pair to a uint32 (`dy16x2`: uint32 view [N, O/2] of dy16, column 2c in the low half): each column's sum in the same order, and 32-byte stores."
     buf = cuda.shared.array(COL_SLOTS, float32)
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
-    col = cuda.blockIdx.x * COL_BX + tx
+    c = cuda.blockIdx.x * COL_BX + tx                  # the column pair
     rows = (dy.shape[0] + part.shape[0] - 1) // part.shape[0]
     r0 = cuda.blockIdx.y * rows
-    acc = float32(0.0)
-    if col < dy.shape[1]:
+    acc0 = float32(0.0)
+    acc1 = float32(0.0)
+    if c < dy16x2.shape[1]:
         for n in range(r0 + ty, min(r0 + rows, dy.shape[0]), cuda.blockDim.y):
-            v = dy[n, col]
-            acc += v
-            dy16[n, col] = bf16_round(f32_bits(v))
-    total = block_sum_y(buf, acc)
-    if ty == 0 and col < part.shape[1]:
-        part[cuda.blockIdx.y, col] = total
+            v0 = dy[n, 2 * c]
+            v1 = dy[n, 2 * c + 1]
+            acc0 += v0
+            acc1 += v1
+            dy16x2[n, c] = uint32(bf16_round(f32_bits(v0))) | (uint32(bf16_round(f32_bits(v1))) << uint32(16))
+    total0 = block_sum_y(buf, acc0)                    # every thread calls both: their barriers wait for the block
+    total1 = block_sum_y(buf, acc1)
+    if ty == 0 and c < dy16x2.shape[1]:
+        part[cuda.blockIdx.y, 2 * c] = total0
+        part[cuda.blockIdx.y, 2 * c + 1] = total1
 
 # %% ../nbs/25_mixed_precision.ipynb #efe0ee5c
 def to_bf16_and_bias_grad(dy, dy16, db=None):
-    "(dy16 = to_bf16(dy), db = bias_grad(dy)) for float32 dy [N,O]: on the device one read of dy (`round_bias_part_kernel`, then the parts' sum), the same bits as the two calls; NumPy (or N <= 1024, where bias_grad makes one part): the two calls."
+    "(dy16 = to_bf16(dy), db = bias_grad(dy)) for float32 dy [N,O]: on the device one read of dy (`round_bias_part_kernel`, then the parts' sum), the same bits as the two calls; NumPy (or N <= 1024, where bias_grad makes one part, or an odd O): the two calls."
     dev = check_args("to_bf16_and_bias_grad", outs=("dy16", "db"), dy=(dy, ("N", "O"), np.float32),
                      dy16=(dy16, ("N", "O"), np.uint16), db=(db, ("O",), np.float32) if db is not None else None)
     N, O = dy.shape
     P = min(16, cdiv(N, 1024))                       # bias_grad's row parts
-    if not dev or P <= 1: return to_bf16(dy, out=dy16), bias_grad(dy, out=db)
+    if not dev or P <= 1 or O % 2 or not _contiguous(dy16) or _ptr(dy16) % 4:   # the pairs need whole uint32s
+        return to_bf16(dy, out=dy16), bias_grad(dy, out=db)
     if db is None: db = cuda.device_array(O, np.float32)
     part = _bias_parts(P, O)
-    round_bias_part_kernel[column_block(O, cdiv(N, P), parts=P)](dy, part, dy16)
+    round_bias_part_kernel[column_block(O // 2, cdiv(N, P), parts=P)](dy, part, dy16.reshape(N * O).view(np.uint32).reshape(N, O // 2))
     bias_grad_kernel[column_block(O, P)](part, db)
     return dy16, db
 
