@@ -144,7 +144,7 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
         if cfg.qk_norm: s.update({f"qkn.{l}": ((2, N, d), "f"), f"rqk.{l}": ((2, N * H), "f")})
     s.update({"hf": ((N, d), "f"), "rf": ((N,), "f"), "logits": ((N, V), "f"),
               "qkv_rows": ((N, 3 * d), "f"), "gu_rows": ((N, 2 * F), "f")})   # fused-GEMM outputs / joined gradients
-    if g == "h":   # bf16: the weights' copy, fp32 scratch for RMSNorm/SwiGLU outputs before rounding, hf's copy, dy's
+    if g == "h":   # bf16: the weights' copy, fp32 scratch for RMSNorm/SwiGLU outputs (the NumPy path; kernels store bf16), hf's copy, dy's
         s.update({"w16": ((n_params(cfg),), "h"), "n32": ((N, d), "f"), "m32": ((N, F), "f"), "hf16": ((N, d), "h")})
         if training: s["dy16"] = ((N * max(V, 3 * d, 2 * F),), "h")
     if training:
