@@ -656,6 +656,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                              'mint.matmul._gemm': ('matmul.html#_gemm', 'mint/matmul.py'),
                              'mint.matmul.bias_grad': ('matmul.html#bias_grad', 'mint/matmul.py'),
                              'mint.matmul.bias_grad_kernel': ('matmul.html#bias_grad_kernel', 'mint/matmul.py'),
+                             'mint.matmul.bias_grad_parts': ('matmul.html#bias_grad_parts', 'mint/matmul.py'),
                              'mint.matmul.bias_part_kernel': ('matmul.html#bias_part_kernel', 'mint/matmul.py'),
                              'mint.matmul.gemm_playground': ('matmul.html#gemm_playground', 'mint/matmul.py'),
                              'mint.matmul.gemm_summary': ('matmul.html#gemm_summary', 'mint/matmul.py'),

@@ -13,8 +13,8 @@ from .gemm import launch_gemm   # training's GEMM (chapter 20): v5, cuBLAS or th
 
 # %% auto #0
 __all__ = ['TILE', 'gemm_kernel', 'FEW_ROWS', 'matmul_ref', 'linear_forward_ref', 'linear_backward_ref', 'make_gemm_kernel',
-           'matmul', 'linear_few_rows_cpu', 'linear_forward', 'bias_grad_kernel', 'bias_part_kernel', 'bias_grad',
-           'linear_backward', 'gemm_playground', 'gemm_summary', 'gemm_widget']
+           'matmul', 'linear_few_rows_cpu', 'linear_forward', 'bias_grad_kernel', 'bias_part_kernel', 'bias_grad_parts',
+           'bias_grad', 'linear_backward', 'gemm_playground', 'gemm_summary', 'gemm_widget']
 
 # %% ../nbs/04_matmul.ipynb #14d49769
 _gemm_dims = gemm_dims   # the operand check every GEMM entry shares (chapter 03, `mint.kernels.gemm_dims`)
@@ -184,13 +184,17 @@ def _bias_parts(P: int, O: int):
     return buf[:P * O].reshape(P, O)
 
 # %% ../nbs/04_matmul.ipynb #068dbd19
+def bias_grad_parts(N: int) -> int:
+    "How many row parts `bias_grad` sums over first for N rows: ⌈N/1024⌉, at most 16 (1: one kernel, no parts)."
+    return min(16, cdiv(N, 1024))
+
 def bias_grad(dy, out=None, parts: int | None = None):
     "db = Σ_rows dy: dy [N,out] -> db [out]; NumPy or device (shared-memory column-sum reduction; over `parts` row ranges first, default ⌈N/1024⌉ ≤ 16, then over their sums)."
     if not check_args("bias_grad", dy=(dy, ("N", "O"), np.floating), out=(out, ("O",), dy.dtype.type), outs=("out",)):
         return np.sum(dy, axis=0, out=out)
     if out is None: out = cuda.device_array(dy.shape[1], dtype=np.float32)
     N, O = dy.shape
-    P = min(16, cdiv(N, 1024)) if parts is None else int(parts)
+    P = bias_grad_parts(N) if parts is None else int(parts)
     if P <= 1:
         bias_grad_kernel[column_block(O, N)](dy, out)
         return out

@@ -204,7 +204,7 @@ def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int, direct: bool
     if A.qkv16 is not None:                                        # flash-tc: its bf16 operands (and bf16 o)
         A.qkv16 = A.qkv16.reshape(3, N, H, hd)
         A.q16, A.k16, A.v16 = (A.qkv16[i].reshape(B, T, H, hd) for i in range(3))
-        A.o16_4 = None if A.o16 is None else A.o16.reshape(B, T, H, hd)
+        A.o_tc = A.o4 if A.o16 is None else A.o16.reshape(B, T, H, hd)   # where flash-tc writes o: bf16 with bf16 GEMMs
     if cfg.qk_norm:   # one row per (token, head): RMSNorm over head_dim, gain shared by the heads
         rqk = w[f"rqk.{l}"]
         A.q_pre, A.k_pre = qkv[0].reshape(N * H, hd), qkv[1].reshape(N * H, hd)
@@ -446,7 +446,7 @@ def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: i
     if kv is not None:                                                         # decoding: the cache is the past
         kv.append(layer, A.k, A.v)
         kv.attend(layer, A.q, A.o4)                                              # over the cache (RowsKV: each token in its own row)
-    elif tc: flash_tc_forward(A.q16, A.k16, A.v16, seg, out=A.o4 if A.o16 is None else A.o16_4, lse=A.lse)
+    elif tc: flash_tc_forward(A.q16, A.k16, A.v16, seg, out=A.o_tc, lse=A.lse)
     elif v.flash:                                                              # o [B,T,H,hd], lse [B,H,T]
         flash_attention_forward(A.q, A.k, A.v, seg, out=A.o4, lse=A.lse)
     else:                                                                      # o [B,T,H,hd], probs [B,H,T,T]
@@ -492,7 +492,7 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig, layer: int = 0) -> None:
     _linear_back(v, v.dh, A.o, A.o16, L.o_w, getattr(Q, "o_w", None), v.do, GL.o_w, GL.o_b, cfg.attention_bias)
     if v.flash:                                                                # recompute P tile by tile from lse
         seg = v.seg if v.use_seg else None
-        if v.tc: flash_tc_backward(v.do4, A.q16, A.k16, A.v16, A.o4 if A.o16 is None else A.o16_4, A.lse, seg,
+        if v.tc: flash_tc_backward(v.do4, A.q16, A.k16, A.v16, A.o_tc, A.lse, seg,
                                    dq=v.dq, dk=v.dk, dv=v.dv, scratch=v.dscores,
                                    dout16=None if v.dy16 is None else v.dy16[:v.do.size].reshape(v.do4.shape))   # dy16 is free here
         else: flash_attention_backward(v.do4, A.q, A.k, A.v, A.o4, A.lse, seg, dq=v.dq, dk=v.dk, dv=v.dv, scratch=v.dscores)

@@ -9,7 +9,7 @@ import numpy as np
 import ml_dtypes
 from numba import cuda, types, float32, uint32, uint64
 from .kernels import launch, check_args, grid1d, scratch, clear_scratch as kernels_clear_scratch, column_block, block_sum_y, COL_BX, COL_SLOTS
-from .matmul import bias_grad, bias_grad_kernel, _bias_parts
+from .matmul import bias_grad, bias_grad_kernel, bias_grad_parts, _bias_parts
 from .gemm import launch_gemm, get_gemm_provider, BF16_PROVIDERS
 from .rmsnorm import rmsnorm_forward, row_rstd, RMSNORM_BLOCK, RMSNORM_MAX_BLOCK
 from .swiglu import swiglu_forward, swiglu_value
@@ -187,7 +187,7 @@ def to_bf16_and_bias_grad(dy, dy16, db=None):
     dev = check_args("to_bf16_and_bias_grad", outs=("dy16", "db"), dy=(dy, ("N", "O"), np.float32),
                      dy16=(dy16, ("N", "O"), np.uint16), db=(db, ("O",), np.float32) if db is not None else None)
     N, O = dy.shape
-    P = min(16, cdiv(N, 1024))                       # bias_grad's row parts
+    P = bias_grad_parts(N)                           # bias_grad's row parts: the same sums
     if not dev or P <= 1 or O % 2 or not _contiguous(dy16) or _ptr(dy16) % 4:   # the pairs need whole uint32s
         return to_bf16(dy, out=dy16), bias_grad(dy, out=db)
     if db is None: db = cuda.device_array(O, np.float32)
