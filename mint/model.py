@@ -149,7 +149,7 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
         if training: s["dy16"] = ((N * max(V, 3 * d, 2 * F),), "h")
     if training:
         s.update({"dlogits": ((N, V), "f"), "loss": ((1,), "f"), "ce_scratch": ((N + 1,), "f"),
-                  "dx": ((N, d), "f"), "dn": ((N, d), "f"), "dr": ((N, d), "f"), "dh": ((N, d), "f"), "do": ((N, d), "f"),
+                  "dx": ((N, d), "f"), "dn": ((N, d), "f"), "dh": ((N, d), "f"), "do": ((N, d), "f"),
                   "dm": ((N, F), "f"), "dgu": ((2, N, F), "f"), "dqkv": ((3, N, d), "f"),
                   "dscores": ((B, H, T) if attention != "unfused" else (B, H, T, T), "f")})   # flash: D = rowsum(dO·O)
         if cfg.qk_norm: s["dqk"] = ((2, N, d), "f")
@@ -232,7 +232,7 @@ def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attenti
         dqkv = w["dqkv"]
         dqk = w["dqk"] if cfg.qk_norm else dqkv                    # where attention's backward writes dq, dk
         v.__dict__.update(dlogits=w["dlogits"], loss=w["loss"], ce_scratch=w["ce_scratch"],
-                          dx=w["dx"], dn=w["dn"], dr=w["dr"], dh=w["dh"], do=w["do"], do4=w["do"].reshape(B, T, H, hd),
+                          dx=w["dx"], dn=w["dn"], dh=w["dh"], do=w["do"], do4=w["do"].reshape(B, T, H, hd),
                           dm=w["dm"], dgu=w["dgu"], dgate=w["dgu"][0], dup=w["dgu"][1], dqkv=dqkv,
                           dq=dqk[0].reshape(B, T, H, hd), dk=dqk[1].reshape(B, T, H, hd), dv=dqkv[2].reshape(B, T, H, hd),
                           dq3=dqk[0].reshape(N, H, hd), dk3=dqk[1].reshape(N, H, hd), dscores=w["dscores"])
@@ -487,8 +487,7 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig, layer: int = 0) -> None:
     swiglu_backward(v.dm, A.gate, A.up, dgate=v.dgate, dup=v.dup)              # (2,N,F)
     if not v.direct_gu: swap01(v.dgu, v.gu_rows3)                                 # -> [N,2F]
     _linear_back(v, v.gu_rows, A.b, A.b16, L.gu_w, getattr(Q, "gu_w", None), v.dn, GL.gu_w, GL.gu_b, cfg.mlp_bias)
-    rmsnorm_backward(v.dn, A.h, L.ln2, A.r2, dx=v.dr, dg=GL.ln2)
-    add(v.dx, v.dr, v.dh)                                                      # dh = dx + J_FFNᵀ dx (copy, don't split)
+    rmsnorm_backward(v.dn, A.h, L.ln2, A.r2, dx=v.dh, dg=GL.ln2, residual=v.dx)   # dh = dx + J_FFNᵀ dx (copy, don't split)
     _linear_back(v, v.dh, A.o, A.o16, L.o_w, getattr(Q, "o_w", None), v.do, GL.o_w, GL.o_b, cfg.attention_bias)
     if v.flash:                                                                # recompute P tile by tile from lse
         seg = v.seg if v.use_seg else None
@@ -505,8 +504,7 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig, layer: int = 0) -> None:
         rmsnorm_backward(v.dk_rows, A.k_pre, L.k_norm, A.rk, dx=v.dk_pre, dg=GL.k_norm)
     if not v.direct_qkv: swap01(v.dqkv, v.qkv_rows3)                           # (3,N,d) -> [N,3d]
     _linear_back(v, v.qkv_rows, A.a, A.a16, L.qkv_w, getattr(Q, "qkv_w", None), v.dn, GL.qkv_w, GL.qkv_b, cfg.attention_bias)
-    rmsnorm_backward(v.dn, A.x, L.ln1, A.r1, dx=v.dr, dg=GL.ln1)
-    add(v.dh, v.dr, v.dx)                                                      # dx for the layer below
+    rmsnorm_backward(v.dn, A.x, L.ln1, A.r1, dx=v.dx, dg=GL.ln1, residual=v.dh)   # dx for the layer below: dh + J_Attnᵀ dh
 
 # %% ../nbs/12_model.ipynb #c11e7114
 def backward(W, G, cfg: ModelConfig, v) -> None:

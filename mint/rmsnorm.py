@@ -22,11 +22,11 @@ def _check_fwd(fn: str, x, g, out, rstd) -> bool:
     return check_args(fn, x=(x, ("N", "d"), np.floating), g=(g, ("d",), dt), out=(out, ("N", "d"), dt),
                       rstd=(rstd, ("N",), dt), outs=("out", "rstd"), inplace=True)
 
-def _check_bwd(fn: str, dy, x, g, rstd, dx, dg) -> bool:
-    "check_args for the backward: x float (N, d), dy and dx like x, g and dg (d,), rstd (N,), one dtype, outputs separate; True on the device path."
+def _check_bwd(fn: str, dy, x, g, rstd, dx, dg, residual=None) -> bool:
+    "check_args for the backward: x float (N, d), dy, dx and `residual` like x, g and dg (d,), rstd (N,), one dtype, outputs separate; True on the device path."
     dt = x.dtype.type
     return check_args(fn, x=(x, ("N", "d"), np.floating), dy=(dy, ("N", "d"), dt), g=(g, ("d",), dt), rstd=(rstd, ("N",), dt),
-                      dx=(dx, ("N", "d"), dt), dg=(dg, ("d",), dt), outs=("dx", "dg"))
+                      residual=(residual, ("N", "d"), dt), dx=(dx, ("N", "d"), dt), dg=(dg, ("d",), dt), outs=("dx", "dg"))
 
 def rmsnorm_forward_ref(x: np.ndarray, g: np.ndarray, eps: float = 1e-6, out=None, rstd=None):
     "RMSNorm of each row: x[N,d], g[d] -> (y[N,d], rstd[N]) in x's dtype; y = x*g/rms, rstd = 1/rms (§5.5.1); written into `out`/`rstd` when given (`out` may be `x`). ValueError on bad shapes."
@@ -40,15 +40,16 @@ def rmsnorm_forward_ref(x: np.ndarray, g: np.ndarray, eps: float = 1e-6, out=Non
     return y, r
 
 # %% ../nbs/07_rmsnorm.ipynb #8367e98e
-def rmsnorm_backward_ref(dy: np.ndarray, x: np.ndarray, g: np.ndarray, rstd: np.ndarray, dx=None, dg=None):
-    "Gradients of RMSNorm: dy, x [N,d], g[d], rstd[N] -> (dx[N,d], dg[d]) in x's dtype (§5.5.2); written into `dx`/`dg` when given (separate from the inputs)."
-    _check_bwd("rmsnorm_backward_ref", dy, x, g, rstd, dx, dg)
+def rmsnorm_backward_ref(dy: np.ndarray, x: np.ndarray, g: np.ndarray, rstd: np.ndarray, dx=None, dg=None, residual=None):
+    "Gradients of RMSNorm: dy, x [N,d], g[d], rstd[N] -> (dx[N,d], dg[d]) in x's dtype (§5.5.2); written into `dx`/`dg` when given (separate from the inputs); with `residual` [N,d], dx = residual + the norm's input gradient."
+    _check_bwd("rmsnorm_backward_ref", dy, x, g, rstd, dx, dg, residual)
     t = x.dtype.type
     gdy = dy * g                                                # g_j dy_j, [N,d]
     c = np.einsum("nd,nd->n", gdy, x)                           # dot = Σ_j g_j dy_j x_j, [N]
     c *= rstd**3 / t(x.shape[1])                                # dot·r³/d
     dx = np.multiply(gdy, rstd[:, None], out=dx)                # g dy r ...
     dx -= np.multiply(x, c[:, None], out=gdy)                   # ... - x·dot·r³/d (gdy's memory reused)
+    if residual is not None: dx += residual                     # the residual stream's gradient joins here
     dg = np.einsum("nd,nd,n->d", dy, x, rstd, out=dg)           # Σ over rows of dy x r
     return dx, dg
 
@@ -70,8 +71,8 @@ def rmsnorm_forward_cpu(x, g, eps, out, rstd):
 
 # %% ../nbs/07_rmsnorm.ipynb #5039c616
 @njit(cache=True, fastmath={"reassoc"})
-def rmsnorm_backward_cpu(dy, x, g, rstd, dx, dg):
-    "Gradients of RMSNorm row by row: dx [N,d] (separate from the inputs) and dg [d] (float64 accumulation). Returns (dx, dg)."
+def rmsnorm_backward_cpu(dy, x, g, rstd, dx, dg, residual=None):
+    "Gradients of RMSNorm row by row: dx [N,d] (separate from the inputs; `residual` [N,d] or None added to it) and dg [d] (float64 accumulation). Returns (dx, dg)."
     N, d = x.shape
     acc = np.zeros(d)
     for n in range(N):
@@ -81,7 +82,9 @@ def rmsnorm_backward_cpu(dy, x, g, rstd, dx, dg):
             dot += np.float64(g[j]) * dy[n, j] * x[n, j]
         c = dot * r * r * r / d
         for j in range(d):
-            dx[n, j] = g[j] * dy[n, j] * r - x[n, j] * c
+            v = g[j] * dy[n, j] * r - x[n, j] * c
+            if residual is not None: v = residual[n, j] + np.float32(v)   # (float32 only here); None: compiled out
+            dx[n, j] = v
             acc[j] += np.float64(dy[n, j]) * x[n, j] * r
     for j in range(d):
         dg[j] = acc[j]
@@ -114,8 +117,8 @@ def rmsnorm_fwd_kernel(x, g, eps, y, rstd):
 
 # %% ../nbs/07_rmsnorm.ipynb #05d0b62e
 @cuda.jit(cache=True)
-def rmsnorm_bwd_kernel(dy, x, g, rstd, dx):
-    "One block per row: dx = g*dy*r - x*dot*r^3/d with dot = sum_j g_j dy_j x_j (float32)."
+def rmsnorm_bwd_kernel(dy, x, g, rstd, dx, res, has_res):
+    "One block per row: dx = g*dy*r - x*dot*r^3/d with dot = sum_j g_j dy_j x_j (float32), plus res[row] when `has_res` (the residual stream's gradient)."
     row = cuda.blockIdx.x
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
@@ -127,7 +130,9 @@ def rmsnorm_bwd_kernel(dy, x, g, rstd, dx):
     r = rstd[row]
     c = block_sum(buf, acc) * r * r * r / float32(d)
     for j in range(t, d, nt):
-        dx[row, j] = g[j] * dy[row, j] * r - x[row, j] * c
+        v = g[j] * dy[row, j] * r - x[row, j] * c
+        if has_res: v = res[row, j] + v
+        dx[row, j] = v
 
 # %% ../nbs/07_rmsnorm.ipynb #c1bc98d4
 @cuda.jit(cache=True)
@@ -162,17 +167,17 @@ def rmsnorm_forward(x, g, eps: float = 1e-6, out=None, rstd=None, block: int | N
     return out, rstd
 
 # %% ../nbs/07_rmsnorm.ipynb #238a7ca0
-def rmsnorm_backward(dy, x, g, rstd, dx=None, dg=None, block: int | None = None):
-    "Gradients of RMSNorm -> (dx[N,d], dg[d]); NumPy float32 -> compiled loop, other NumPy -> reference, device (float32) -> row kernel + column-reduction kernel."
-    if not on_device(x) and x.dtype != np.float32: return rmsnorm_backward_ref(dy, x, g, rstd, dx=dx, dg=dg)
+def rmsnorm_backward(dy, x, g, rstd, dx=None, dg=None, block: int | None = None, residual=None):
+    "Gradients of RMSNorm -> (dx[N,d], dg[d]); with `residual` [N,d], dx = residual + the norm's input gradient (a pre-norm block's stream, in the same pass). NumPy float32 -> compiled loop, other NumPy -> reference, device (float32) -> row kernel + column-reduction kernel."
+    if not on_device(x) and x.dtype != np.float32: return rmsnorm_backward_ref(dy, x, g, rstd, dx=dx, dg=dg, residual=residual)
     fn = "rmsnorm_backward"
-    if not _check_bwd(fn, dy, x, g, rstd, dx, dg):
+    if not _check_bwd(fn, dy, x, g, rstd, dx, dg, residual):
         return rmsnorm_backward_cpu(dy, x, g, rstd, np.empty_like(x) if dx is None else dx,
-                                    np.empty(x.shape[1], x.dtype) if dg is None else dg)
+                                    np.empty(x.shape[1], x.dtype) if dg is None else dg, residual)
     b = reduction_block(fn, block, RMSNORM_BLOCK, RMSNORM_MAX_BLOCK)
     n, d = x.shape
     if dx is None: dx = cuda.device_array((n, d), np.float32)
     if dg is None: dg = cuda.device_array(d, np.float32)
-    if n: rmsnorm_bwd_kernel[launch(n, b)](dy, x, g, rstd, dx)
+    if n: rmsnorm_bwd_kernel[launch(n, b)](dy, x, g, rstd, dx, dx if residual is None else residual, residual is not None)
     if d: rmsnorm_dg_kernel[column_block(d, n)](dy, x, rstd, dg)
     return dx, dg
