@@ -190,8 +190,9 @@ elif [ "$PART" = Z ]; then
   #    writing bf16 o: the glue kernels and a bf16 + flash-tc model step checked on the GPU (bench/glue_check.py), then
   #    the d768 bf16 step's profile with cuBLAS bf16 and with Mint's own GEMM (bench/profile_step.py); $OUT/z.tar.
   #    ZB=1 also runs bench_scale at d768 (PyTorch bf16 + compile first; Mint bf16 with cuBLAS bf16 and v8; ZB_CONFIGS and
-  #    ZB_S (seconds, 200) to change)
+  #    ZB_S (seconds, 200) to change); ZNB: chapters whose #| gpu cells run first (their records come back in z.tar)
   L=/tmp/zlogs; mkdir -p $L
+  [ -n "${ZNB:-}" ] && ladders $L $ZNB     # ZNB: chapters whose #| gpu cells run first (nbdev-test --flags gpu; records in gpu_cells)
   ( time timeout 120 python3 bench/glue_check.py ) > $L/glue_check.log 2>&1; echo "glue rc $? at ${SECONDS}s"; tail -18 $L/glue_check.log
   for g in ${ZP:-cublas-bf16 tc}; do     # ZP: the GEMM providers to profile
     ( time timeout 110 python3 bench/profile_step.py --preset d768 --precision bf16 --attention flash-tc --gemm $g --out $L ) > $L/prof_d768_$g.log 2>&1
@@ -202,7 +203,7 @@ elif [ "$PART" = Z ]; then
         --torch bf16 --peer-first --recompute-too --steps 3 --rounds 2 --budget-s $(( ${ZB_S:-200} - 20 )) --out $L ) > $L/bench_scale.log 2>&1
     echo "bench_scale rc $? at ${SECONDS}s"; tail -16 $L/bench_scale.log
   fi
-  tar cf "$OUT/z.tar" -C /tmp zlogs; ls -la "$OUT"
+  tar cf "$OUT/z.tar" bench/results/gpu_cells -C /tmp zlogs; ls -la "$OUT"
 elif [ "$PART" = T ]; then
   # T: tensor cores (issue 17), one lease: bench/bench_scale.py (Mint bf16 with the tensor-core GEMMs v7 and cuBLAS bf16
   #    and the tensor-core flash attention, Mint TF32, against PyTorch bf16 autocast + torch.compile + fused Adam), then

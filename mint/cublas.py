@@ -6,11 +6,12 @@ import ctypes, ctypes.util, functools
 import numpy as np
 from .core import simulator_enabled, no_gpu_reason  # before numba: without a GPU it switches the simulator on
 from numba import cuda
-from .kernels import check_args, gemm_dims, rows_grid, stream_handle
+from .kernels import add, check_args, gemm_dims, rows_grid, stream_handle
 
 # %% auto #0
-__all__ = ['CUBLAS_WORKSPACE', 'OP_N', 'OP_T', 'R_32F', 'R_16BF', 'GEMM_DEFAULT', 'COMPUTE', 'bias_rows_kernel', 'load_cublas',
-           'cublas_gemm']
+__all__ = ['CUBLAS_WORKSPACE', 'OP_N', 'OP_T', 'R_32F', 'R_16BF', 'GEMM_DEFAULT', 'COMPUTE', 'DESC_TRANSA', 'DESC_TRANSB',
+           'DESC_EPILOGUE', 'DESC_BIAS_POINTER', 'EPILOGUE_DEFAULT', 'EPILOGUE_BIAS', 'PREF_MAX_WORKSPACE',
+           'PREF_ALIGN_A', 'bias_rows_kernel', 'load_cublas', 'cublas_gemm', 'load_cublaslt', 'cublaslt_gemm']
 
 # %% ../nbs/20a_cublas.ipynb #9a4c00ba
 @cuda.jit(cache=True)
@@ -34,8 +35,8 @@ OP_N, OP_T, R_32F, R_16BF, GEMM_DEFAULT = 0, 1, 0, 14, -1             # cublas_a
 COMPUTE = {"fp32": 68, "tf32": 77, "bf16": 75}   # CUBLAS_COMPUTE_32F, _32F_FAST_TF32, _32F_FAST_16BF
 _ONE, _ZERO = ctypes.c_float(1.0), ctypes.c_float(0.0)
 
-def _libcublas_path() -> str | None:
-    "The file of libcublas: the one cupy loads (found in /proc/self/maps), else what the system's loader finds."
+def _libcublas_path(name: str = "libcublas") -> str | None:
+    "The file of `name` (libcublas, libcublasLt): the one cupy loads (found in /proc/self/maps), else what the system's loader finds."
     try:
         import cupy
         cupy.cuda.device.get_cublas_handle()                # makes cupy load its libcublas into this process
@@ -43,9 +44,9 @@ def _libcublas_path() -> str | None:
     try:
         with open("/proc/self/maps") as f:
             for line in f:
-                if "/libcublas.so" in line: return line.split()[-1]
+                if f"/{name}.so" in line: return line.split()[-1]
     except OSError: pass                                    # not Linux
-    return ctypes.util.find_library("cublas")
+    return ctypes.util.find_library(name[3:])
 
 @functools.lru_cache(maxsize=None)
 def load_cublas() -> ctypes.CDLL:
@@ -91,12 +92,15 @@ def _row_major_ld(name: str, x) -> int:
     return max(x.strides[0] // item, x.shape[1], 1)
 
 # %% ../nbs/20a_cublas.ipynb #6de49bff
-def cublas_gemm(a, b, out, bias, trans_a: bool, trans_b: bool, mode: str = "fp32"):
-    "out = op(a)·op(b) (+ bias) by cuBLAS on numba device arrays, zero copy, on numba's launch stream (graph-capturable). a, b float32 (mode 'fp32', 'tf32', or 'bf16': rounded to bf16 inside cuBLAS) or bf16 (uint16: bf16 tensor cores); fp32 accumulation, C float32."
+def cublas_gemm(a, b, out, bias, trans_a: bool, trans_b: bool, mode: str = "fp32", residual=None):
+    "out = op(a)·op(b) (+ bias) (+ residual) by cuBLAS on numba device arrays, zero copy, on numba's launch stream (graph-capturable). a, b float32 (mode 'fp32', 'tf32', or 'bf16': rounded to bf16 inside cuBLAS) or bf16 (uint16: bf16 tensor cores); fp32 accumulation, C float32. A bias or a `residual` [M,N] (float32, not `out`) go into cuBLASLt's epilogue (`cublaslt_gemm`)."
     if mode not in COMPUTE: raise ValueError(f"cublas_gemm: mode must be one of {', '.join(COMPUTE)}, got {mode!r}")
     lib = load_cublas()
     M, K, N = gemm_dims(a, b, trans_a, trans_b, "cublas_gemm", dtypes=(np.float32, np.uint16))
-    check_args("cublas_gemm", out=(out, (M, N), np.float32))
+    check_args("cublas_gemm", out=(out, (M, N), np.float32), bias=(bias, (N,), np.float32),
+               residual=(residual, (M, N), np.float32), outs=("out",))
+    if (bias is not None or residual is not None) and cublaslt_gemm(a, b, out, bias, trans_a, trans_b, mode, residual):
+        return out
     bf16_in = np.dtype(a.dtype) == np.uint16
     dtype, compute = (R_16BF, COMPUTE["fp32"]) if bf16_in else (R_32F, COMPUTE[mode])   # bf16 operands: fp32 compute
     ptr = lambda x: x.device_ctypes_pointer.value or 0
@@ -108,4 +112,98 @@ def cublas_gemm(a, b, out, bias, trans_a: bool, trans_b: bool, mode: str = "fp32
                                    ctypes.byref(_ONE), ptr(b), dtype, _row_major_ld("b", b), ptr(a), dtype, _row_major_ld("a", a),
                                    ctypes.byref(_ZERO if bias is None else _ONE), ptr(out), R_32F, _row_major_ld("out", out),
                                    compute, GEMM_DEFAULT), "cublasGemmEx")
+    if residual is not None: add(out, residual, out)
     return out
+
+# %% ../nbs/20a_cublas.ipynb #af5a19a1
+_LT_ARGS = {                                 # the C signatures used (cublasLt.h); every call returns a cublasStatus_t
+    "cublasLtCreate": [ctypes.c_void_p],
+    "cublasLtMatmulDescCreate": [ctypes.c_void_p, ctypes.c_int, ctypes.c_int],
+    "cublasLtMatmulDescSetAttribute": [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t],
+    "cublasLtMatrixLayoutCreate": [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int64],
+    "cublasLtMatmulPreferenceCreate": [ctypes.c_void_p],
+    "cublasLtMatmulPreferenceSetAttribute": [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t],
+    "cublasLtMatmulAlgoGetHeuristic": [ctypes.c_void_p] * 7 + [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p],
+    "cublasLtMatmul": [ctypes.c_void_p] * 14 + [ctypes.c_size_t, ctypes.c_void_p]}
+DESC_TRANSA, DESC_TRANSB, DESC_EPILOGUE, DESC_BIAS_POINTER = 3, 4, 7, 8          # cublasLtMatmulDescAttributes_t
+EPILOGUE_DEFAULT, EPILOGUE_BIAS = 1, 4                                            # cublasLtEpilogue_t
+PREF_MAX_WORKSPACE, PREF_ALIGN_A = 1, 5                                           # ..._BYTES; A, B, C, D: 5, 6, 7, 8
+
+class _Heuristic(ctypes.Structure):          # cublasLtMatmulHeuristicResult_t
+    _fields_ = [("algo", ctypes.c_uint64 * 8), ("workspace", ctypes.c_size_t), ("state", ctypes.c_int),
+                ("waves", ctypes.c_float), ("reserved", ctypes.c_int * 4)]
+
+@functools.lru_cache(maxsize=None)
+def load_cublaslt() -> ctypes.CDLL:
+    "libcublasLt (loaded with libcublas: `load_cublas` first) with the signatures of `_LT_ARGS`; RuntimeError when it does not load."
+    load_cublas()
+    path = _libcublas_path("libcublasLt")
+    try: lib = ctypes.CDLL(path or "libcublasLt.so")
+    except OSError as e: raise RuntimeError(f"the cuBLASLt library did not load ({e}); it comes with cuBLAS") from None
+    for name, args in _LT_ARGS.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = args, ctypes.c_int
+    return lib
+
+def _alignment(p: int) -> int:
+    "The largest power of two up to 256 that divides the address `p` (what cuBLASLt's heuristic must assume)."
+    return min(256, p & -p) if p else 256
+
+_LT_PLANS, _LT_HANDLES = {}, {}              # plan key -> (descriptors, algorithm) or None (no algorithm); device -> handle
+
+def _lt_plan(key, lt, M, N, K, trans_a, trans_b, dtype, compute, lds, bias_ptr, aligns):
+    "The descriptors and the heuristic's best algorithm for one GEMM shape (None when cuBLASLt offers none)."
+    def setattr_(fn, obj, attr, value):
+        _check_cublas(fn(obj, attr, ctypes.byref(value), ctypes.sizeof(value)), fn.__name__)
+    desc = ctypes.c_void_p()
+    _check_cublas(lt.cublasLtMatmulDescCreate(ctypes.byref(desc), compute, R_32F), "cublasLtMatmulDescCreate")
+    setattr_(lt.cublasLtMatmulDescSetAttribute, desc, DESC_TRANSA, ctypes.c_int32(OP_T if trans_b else OP_N))   # B first
+    setattr_(lt.cublasLtMatmulDescSetAttribute, desc, DESC_TRANSB, ctypes.c_int32(OP_T if trans_a else OP_N))
+    setattr_(lt.cublasLtMatmulDescSetAttribute, desc, DESC_EPILOGUE, ctypes.c_uint32(EPILOGUE_BIAS if bias_ptr else EPILOGUE_DEFAULT))
+    if bias_ptr: setattr_(lt.cublasLtMatmulDescSetAttribute, desc, DESC_BIAS_POINTER, ctypes.c_void_p(bias_ptr))
+    ld_b, ld_a, ld_c, ld_d = lds                                                       # column-major shapes of Bᵀ-first
+    shapes = [((K, N) if trans_b else (N, K), dtype, ld_b), ((M, K) if trans_a else (K, M), dtype, ld_a),
+              ((N, M), R_32F, ld_c), ((N, M), R_32F, ld_d)]
+    layouts = []
+    for (rows, cols), t, ld in shapes:
+        lay = ctypes.c_void_p()
+        _check_cublas(lt.cublasLtMatrixLayoutCreate(ctypes.byref(lay), t, rows, cols, ld), "cublasLtMatrixLayoutCreate")
+        layouts.append(lay)
+    pref = ctypes.c_void_p()
+    _check_cublas(lt.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)), "cublasLtMatmulPreferenceCreate")
+    setattr_(lt.cublasLtMatmulPreferenceSetAttribute, pref, PREF_MAX_WORKSPACE, ctypes.c_uint64(CUBLAS_WORKSPACE))
+    for i, al in enumerate(aligns):                                                    # B, A, C, D as above
+        setattr_(lt.cublasLtMatmulPreferenceSetAttribute, pref, PREF_ALIGN_A + i, ctypes.c_uint32(al))
+    best, found = _Heuristic(), ctypes.c_int(0)
+    status = lt.cublasLtMatmulAlgoGetHeuristic(_LT_HANDLES[key[0]], desc, *layouts, pref, 1, ctypes.byref(best), ctypes.byref(found))
+    return (desc, layouts, best) if status == 0 and found.value > 0 and best.state == 0 else None
+
+def cublaslt_gemm(a, b, out, bias, trans_a: bool, trans_b: bool, mode: str = "fp32", residual=None) -> bool:
+    "out = op(a)·op(b) + residual + bias in one cuBLASLt call (residual as C with β = 1, the bias in the epilogue), on numba's launch stream; operands as `cublas_gemm`'s, whose checks it assumes. False, having done nothing, where cuBLASLt has no algorithm for the case."
+    lt = load_cublaslt()
+    M, K, N = gemm_dims(a, b, trans_a, trans_b, "cublaslt_gemm", dtypes=(np.float32, np.uint16))
+    bf16_in = np.dtype(a.dtype) == np.uint16
+    dtype, compute = (R_16BF, COMPUTE["fp32"]) if bf16_in else (R_32F, COMPUTE[mode])
+    ptr = lambda x: x.device_ctypes_pointer.value or 0
+    c = out if residual is None else residual
+    dev = cuda.get_current_device().id
+    if dev not in _LT_HANDLES:
+        h = ctypes.c_void_p()
+        _check_cublas(lt.cublasLtCreate(ctypes.byref(h)), "cublasLtCreate")
+        _LT_HANDLES[dev] = h
+    lds = tuple(_row_major_ld(n, x) for n, x in (("b", b), ("a", a), ("residual", c), ("out", out)))
+    bias_ptr = 0 if bias is None else ptr(bias)
+    aligns = tuple(_alignment(ptr(x)) for x in (b, a, c, out))
+    key = (dev, M, N, K, bool(trans_a), bool(trans_b), dtype, compute, lds, bias_ptr, aligns)
+    if key not in _LT_PLANS: _LT_PLANS[key] = _lt_plan(key, lt, M, N, K, trans_a, trans_b, dtype, compute, lds, bias_ptr, aligns)
+    plan = _LT_PLANS[key]
+    if plan is None: return False
+    desc, (lb, la, lc, ld), algo = plan
+    stream = stream_handle()
+    _cublas_handle(stream)                   # makes this device's workspace; Lt shares it (one stream, one GEMM at a time)
+    workspace = _HANDLES[dev][1]
+    _check_cublas(lt.cublasLtMatmul(_LT_HANDLES[dev], desc, ctypes.byref(_ONE), ptr(b), lb, ptr(a), la,
+                                    ctypes.byref(_ZERO if residual is None else _ONE), ptr(c), lc, ptr(out), ld,
+                                    ctypes.byref(algo.algo), workspace.device_ctypes_pointer.value, CUBLAS_WORKSPACE,
+                                    stream or None), "cublasLtMatmul")
+    return True

@@ -8,7 +8,7 @@ import contextlib, dataclasses, functools
 import numpy as np
 from .core import cdiv, simulator_enabled, no_gpu_reason  # before numba: without a GPU it switches the simulator on
 from numba import cuda, float32
-from .kernels import launch, check_args, gemm_dims, factory_jit, scratch
+from .kernels import launch, check_args, gemm_dims, factory_jit, scratch, add
 from .cublas import cublas_gemm, load_cublas
 from .tensor_cores import tc_gemm
 
@@ -403,8 +403,8 @@ _provider = "mint"
 BF16_PROVIDERS: tuple = ("cublas-bf16", "tc")     # providers that multiply bf16 (uint16) operands themselves (mint.precision widens them for the others)
 
 # %% ../nbs/20_gemm.ipynb #5fe00aaf
-def launch_gemm(a, b, out, bias, trans_a: bool, trans_b: bool):
-    "C = op(a)·op(b) (+ bias) on device arrays with the current GEMM provider: a, b float32 or bf16 (uint16), C float32; allocates `out` when None; returns it."
+def launch_gemm(a, b, out, bias, trans_a: bool, trans_b: bool, residual=None):
+    "C = op(a)·op(b) (+ bias) (+ residual) on device arrays with the current GEMM provider: a, b float32 or bf16 (uint16), C float32; allocates `out` when None; returns it. cuBLAS adds a bias and a residual [M,N] in its epilogue (cuBLASLt); the other providers add the residual after."
     if np.dtype(a.dtype) == np.uint16 and _provider not in BF16_PROVIDERS:
         raise ValueError(f"gemm: bf16 (uint16) operands need a bf16 provider ({', '.join(BF16_PROVIDERS)}), not {_provider!r}; "
                          "mint.precision.gemm_bf16 widens them exactly for the others")
@@ -413,9 +413,12 @@ def launch_gemm(a, b, out, bias, trans_a: bool, trans_b: bool):
     if out is None: out = cuda.device_array((M, N), dtype=np.float32)
     else: check_args("gemm", out=(out, (M, N), np.float32))
     if bias is not None and tuple(bias.shape) != (N,): raise ValueError(f"bias has shape {tuple(bias.shape)}, expected ({N},)")
+    check_args("gemm", residual=(residual, (M, N), np.float32), out=out, outs=("out",))
+    if _provider.startswith("cublas"):
+        return cublas_gemm(a, b, out, bias, trans_a, trans_b, mode=_provider.partition("-")[2] or "fp32", residual=residual)
     if _provider == "tc": tc_gemm(a, b, out, bias, trans_a, trans_b, "auto")         # v8 or v7 (chapter 24)
-    elif _provider != "mint": cublas_gemm(a, b, out, bias, trans_a, trans_b, mode=_provider.partition("-")[2] or "fp32")
     else: run_v5(a, b, out, bias, trans_a, trans_b)
+    if residual is not None: add(out, residual, out)
     return out
 
 # %% ../nbs/20_gemm.ipynb #89d4a967

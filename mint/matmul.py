@@ -8,7 +8,7 @@ from .core import on_device, cdiv  # before numba: without a GPU it switches the
 import functools, threading
 import numpy as np
 from numba import cuda, float32
-from .kernels import factory_jit, check_args, grid2d, block_sum_y, column_block, COL_BX, COL_SLOTS, gemm_dims
+from .kernels import factory_jit, check_args, grid2d, block_sum_y, column_block, COL_BX, COL_SLOTS, gemm_dims, add
 from .gemm import launch_gemm   # training's GEMM (chapter 20): v5, cuBLAS or the tensor cores
 
 # %% auto #0
@@ -97,16 +97,16 @@ def _dummy_bias():
     return cuda.device_array(1, dtype=np.float32)
 
 # %% ../nbs/04_matmul.ipynb #fd05885b
-def _gemm(a, b, out, bias, trans_a: bool, trans_b: bool, tile: int | None = None):
-    "Launch out = op(a)·op(b) (+ bias) on checked device float32 arrays — `tile` None: training's GEMM; an int: this chapter's tiled kernel; allocates `out` if None."
+def _gemm(a, b, out, bias, trans_a: bool, trans_b: bool, tile: int | None = None, residual=None):
+    "Launch out = op(a)·op(b) (+ bias) (+ residual) on checked device float32 arrays — `tile` None: training's GEMM; an int: this chapter's tiled kernel; allocates `out` if None."
     if tile is None:   # training's GEMM: the best rung of the GEMM-ladder chapter (or cuBLAS, `mint.gemm.set_gemm_provider`)
-        return launch_gemm(a, b, out, bias, trans_a, trans_b)
+        return launch_gemm(a, b, out, bias, trans_a, trans_b, residual)
     M = a.shape[1] if trans_a else a.shape[0]
     N = b.shape[0] if trans_b else b.shape[1]
     if out is None: out = cuda.device_array((M, N), dtype=np.float32)
     make_gemm_kernel(tile)[grid2d(N, M, block=(tile, tile))](a, b, out, _dummy_bias() if bias is None else bias,
                                                              bool(trans_a), bool(trans_b), bias is not None)
-    return out
+    return out if residual is None else add(out, residual, out)
 
 # %% ../nbs/04_matmul.ipynb #308d4a49
 def matmul(a, b, out=None, trans_a: bool = False, trans_b: bool = False, tile: int | None = None):
@@ -128,13 +128,16 @@ def linear_few_rows_cpu(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = Non
     return out
 
 # %% ../nbs/04_matmul.ipynb #34260fc3
-def linear_forward(x, w, b=None, out=None, tile: int | None = None):
-    "y = x·wᵀ + b: x [N,in], w [out,in], b [out] or None -> y [N,out]; NumPy (2..FEW_ROWS float32 rows: `linear_few_rows_cpu`) or device (bias fused into the GEMM)."
+def linear_forward(x, w, b=None, out=None, tile: int | None = None, residual=None):
+    "y = x·wᵀ + b (+ residual): x [N,in], w [out,in], b [out] or None, `residual` [N,out] or None (a pre-norm block's stream, added last) -> y [N,out]; NumPy (2..FEW_ROWS float32 rows: `linear_few_rows_cpu`) or device (bias fused into the GEMM; with cuBLAS the residual too, chapter 20a)."
     M, _, N = _gemm_dims(x, w, False, True, "linear_forward", ("x", "w"))
-    if not check_args("linear_forward", x=x, w=w, b=(b, (N,), x.dtype.type), out=(out, (M, N), x.dtype.type), outs=("out",)):
-        if x.dtype == np.float32 and 1 < M <= FEW_ROWS: return linear_few_rows_cpu(x, w, b, out=out)   # decoding's few rows
-        return linear_forward_ref(x, w, b, out=out)
-    return _gemm(x, w, out, b, False, True, tile)
+    if not check_args("linear_forward", x=x, w=w, b=(b, (N,), x.dtype.type), residual=(residual, (M, N), x.dtype.type),
+                      out=(out, (M, N), x.dtype.type), outs=("out",)):
+        if x.dtype == np.float32 and 1 < M <= FEW_ROWS: y = linear_few_rows_cpu(x, w, b, out=out)   # decoding's few rows
+        else: y = linear_forward_ref(x, w, b, out=out)
+        if residual is not None: y += residual
+        return y
+    return _gemm(x, w, out, b, False, True, tile, residual)
 
 # %% ../nbs/04_matmul.ipynb #6c3f149e
 @cuda.jit(cache=True)

@@ -10,7 +10,7 @@ import numpy as np
 from fastcore.basics import patch
 from numba import njit
 from .core import ModelConfig, on_device
-from .kernels import add, swap01, copy
+from .kernels import swap01, copy
 from .matmul import linear_forward, linear_backward
 from .embedding import embedding_forward, embedding_backward
 from .rope import rope_forward, rope_backward
@@ -403,10 +403,10 @@ class RowsKV:
         attention_rows(q, self.k[layer], self.v[layer], self.rows, self.pos, out=out)
 
 # %% ../nbs/12_model.ipynb #f4cfce1b
-def _linear(x, x16, w, w16, b, out):
-    "out = x·wᵀ (+ b) in float32; with bf16 weights `w16` (precision bf16): x rounded into its bf16 copy `x16` (x None: `x16` holds it already), the bf16 GEMM."
-    if w16 is None: return linear_forward(x, w, b, out=out)
-    return linear_bf16(x16 if x is None else to_bf16(x, out=x16), w16, b, out=out)
+def _linear(x, x16, w, w16, b, out, residual=None):
+    "out = x·wᵀ (+ b) (+ residual) in float32; with bf16 weights `w16` (precision bf16): x rounded into its bf16 copy `x16` (x None: `x16` holds it already), the bf16 GEMM."
+    if w16 is None: return linear_forward(x, w, b, out=out, residual=residual)
+    return linear_bf16(x16 if x is None else to_bf16(x, out=x16), w16, b, out=out, residual=residual)
 
 def _linear_back(v, dy, x, x16, w, w16, dx, dw, db, has_bias):
     "`linear_backward` in float32; bf16: dy rounded into scratch, the forward's bf16 copies `x16` and `w16`, fp32 dx, dw, db."
@@ -451,15 +451,13 @@ def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: i
         flash_attention_forward(A.q, A.k, A.v, seg, out=A.o4, lse=A.lse)
     else:                                                                      # o [B,T,H,hd], probs [B,H,T,T]
         attention_forward(A.q, A.k, A.v, seg, out=A.o4, probs=A.probs)
-    _linear(None if tc and A.o16 is not None else A.o, A.o16, L.o_w, getattr(Q, "o_w", None), L.o_b, A.h)   # h = x + o·Woᵀ (+ b)
-    add(A.h, A.x, A.h)
+    _linear(None if tc and A.o16 is not None else A.o, A.o16, L.o_w, getattr(Q, "o_w", None), L.o_b, A.h, A.x)   # h = x + o·Woᵀ (+ b)
     b = _norm(A.h, L.ln2, eps, A.b, A.b16, A.r2)                               # b = RMSNorm₂(h)
     _linear(b, A.b16, L.gu_w, getattr(Q, "gu_w", None), L.gu_b, A.gu_rows if v.direct_gu else v.gu_rows)  # [N,2F] = b·Wguᵀ (+ b)
     if not v.direct_gu: swap01(v.gu_rows3, A.gu)                                  # (2,N,F): gate | up
     m = _swiglu(A.gate, A.up, A.m, A.m16)                                      # m = swish(gate)·up  [N,F]
     if not full: return                                                       # recomputing: the backward reads m, not x'
-    _linear(m, A.m16, L.down_w, getattr(Q, "down_w", None), L.down_b, A.out)  # x' = h + m·Wdᵀ (+ b)
-    add(A.out, A.h, A.out)
+    _linear(m, A.m16, L.down_w, getattr(Q, "down_w", None), L.down_b, A.out, A.h)   # x' = h + m·Wdᵀ (+ b)
 
 # %% ../nbs/12_model.ipynb #600863b6
 def forward(W, cfg: ModelConfig, v, kv: KVCache | None = None):

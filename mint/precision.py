@@ -140,21 +140,23 @@ def _bf16_dims(a, b, trans_a: bool, trans_b: bool, fn: str) -> tuple[int, int, i
     return M, K, N
 
 # %% ../nbs/25_mixed_precision.ipynb #d88ef2a2
-def gemm_bf16(a, b, out=None, bias=None, trans_a: bool = False, trans_b: bool = False):
-    "out (float32) = op(a)·op(b) (+ bias) for bf16 operands (uint16 bits), fp32 accumulate: NumPy -> exact widening and a float32 product (the emulation); device -> `mint.gemm.launch_gemm`."
+def gemm_bf16(a, b, out=None, bias=None, trans_a: bool = False, trans_b: bool = False, residual=None):
+    "out (float32) = op(a)·op(b) (+ bias) (+ residual) for bf16 operands (uint16 bits), fp32 accumulate: NumPy -> exact widening and a float32 product (the emulation); device -> `mint.gemm.launch_gemm`."
     M, K, N = _bf16_dims(a, b, trans_a, trans_b, "gemm_bf16")
-    if not check_args("gemm_bf16", a=a, b=b, out=(out, (M, N), np.float32), bias=(bias, (N,), np.float32), outs=("out",)):
+    if not check_args("gemm_bf16", a=a, b=b, out=(out, (M, N), np.float32), bias=(bias, (N,), np.float32),
+                      residual=(residual, (M, N), np.float32), outs=("out",)):
         A, B = from_bf16_ref(a), from_bf16_ref(b)
         out = np.matmul(A.T if trans_a else A, B.T if trans_b else B, out=out)
         if bias is not None: out += bias
+        if residual is not None: out += residual
         return out
     if get_gemm_provider() not in BF16_PROVIDERS: a, b = widen_operands(a, b)   # the fallback: exact float32 copies
-    return launch_gemm(a, b, out, bias, trans_a, trans_b)
+    return launch_gemm(a, b, out, bias, trans_a, trans_b, residual)
 
 # %% ../nbs/25_mixed_precision.ipynb #9a6f1210
-def linear_bf16(x16, w16, b=None, out=None):
-    "y = x·wᵀ + b for bf16 `x16` [N,in], `w16` [out,in] and float32 `b`, `y`: the training forward's GEMM in bf16."
-    return gemm_bf16(x16, w16, out, b, False, True)
+def linear_bf16(x16, w16, b=None, out=None, residual=None):
+    "y = x·wᵀ + b (+ residual) for bf16 `x16` [N,in], `w16` [out,in] and float32 `b`, `y`, `residual`: the training forward's GEMM in bf16."
+    return gemm_bf16(x16, w16, out, b, False, True, residual)
 
 # %% ../nbs/25_mixed_precision.ipynb #b3ec3615
 @cuda.jit(cache=True)
