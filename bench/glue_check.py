@@ -1,6 +1,6 @@
 """The glue kernels on a GPU, checked exactly against NumPy at the d768 step's shapes: `add`, `copy`, `fill` (the flat
 path of a contiguous array and the divided path of strided views) and the cuBLAS providers' bias start
-(`mint.cublas.bias_rows_kernel`, through `launch_gemm` with a bias), RoPE against its reference, rope_bf16 (RoPE then bf16 in one launch) bit for bit against RoPE's kernel then to_bf16, to_bf16 (two elements a thread where the size is even and aligned) bit for bit, and bias_grad (row parts, then their sum) against a float64 sum, each also timed (ms, the median of 20 launches);
+(`mint.cublas.bias_rows_kernel` in the simulator; on a GPU cuBLASLt's bias epilogue through `launch_gemm` with a bias, and with a residual), RoPE against its reference, rope_bf16 (RoPE then bf16 in one launch) bit for bit against RoPE's kernel then to_bf16, to_bf16 (two elements a thread where the size is even and aligned) bit for bit, and bias_grad (row parts, then their sum) against a float64 sum, each also timed (ms, the median of 20 launches);
 to_bf16_and_bias_grad (one read of dy) against the two, and RMSNorm and SwiGLU straight to bf16 against
 the float32 kernels then to_bf16, bit for bit;
 then a bf16 + flash-tc model step on the device (each bf16 GEMM provider) against the NumPy emulation, and its --recompute
@@ -57,8 +57,12 @@ if simulator_enabled():                                                   # no c
 for prov in [p for p in ("cublas-tf32", "cublas") if p in GEMM_PROVIDERS and not simulator_enabled()]:
     with gemm_provider(prov):
         launch_gemm(dx, dw, dout, dbias, False, True)
-        check(f"{prov} GEMM with bias (bias_rows)", dout.copy_to_host(), np.broadcast_to(bias, (N, 3 * d)),
+        check(f"{prov} GEMM with bias (cuBLASLt epilogue)", dout.copy_to_host(), np.broadcast_to(bias, (N, 3 * d)),
               ms(lambda: launch_gemm(dx, dw, dout, dbias, False, True)))
+        res = rng.standard_normal((N, 3 * d)).astype(np.float32); dres = cuda.to_device(res)
+        launch_gemm(dx, dw, dout, dbias, False, True, residual=dres)      # zero product: exactly fl(residual + bias)
+        check(f"{prov} GEMM + bias + residual (cuBLASLt)", dout.copy_to_host(), res + bias,
+              ms(lambda: launch_gemm(dx, dw, dout, dbias, False, True, residual=dres)))
 from mint.rope import rope_forward, rope_forward_ref       # noqa: E402
 xq = rng.standard_normal((N, H, 64)).astype(np.float32)
 pos = (np.arange(N) % 512).astype(np.int32)
