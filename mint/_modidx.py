@@ -993,6 +993,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                             'mint.serve.token_bytes': ('serve.html#token_bytes', 'mint/serve.py')},
             'mint.swiglu': { 'mint.swiglu._check_swiglu': ('swiglu.html#_check_swiglu', 'mint/swiglu.py'),
                              'mint.swiglu._dswish_s': ('swiglu.html#_dswish_s', 'mint/swiglu.py'),
+                             'mint.swiglu._grid': ('swiglu.html#_grid', 'mint/swiglu.py'),
                              'mint.swiglu._neg_clamp': ('swiglu.html#_neg_clamp', 'mint/swiglu.py'),
                              'mint.swiglu._swiglu_bwd_loop': ('swiglu.html#_swiglu_bwd_loop', 'mint/swiglu.py'),
                              'mint.swiglu._swiglu_fwd_loop': ('swiglu.html#_swiglu_fwd_loop', 'mint/swiglu.py'),

@@ -115,7 +115,7 @@ def cublas_gemm(a, b, out, bias, trans_a: bool, trans_b: bool, mode: str = "fp32
     if residual is not None: add(out, residual, out)
     return out
 
-# %% ../nbs/20a_cublas.ipynb #af5a19a1
+# %% ../nbs/20a_cublas.ipynb #03a9f190
 _LT_ARGS = {                                 # the C signatures used (cublasLt.h); every call returns a cublasStatus_t
     "cublasLtCreate": [ctypes.c_void_p],
     "cublasLtMatmulDescCreate": [ctypes.c_void_p, ctypes.c_int, ctypes.c_int],

@@ -8,7 +8,7 @@ from .core import on_device, simulator_enabled, cdiv  # before numba: without a 
 import numpy as np
 import ml_dtypes
 from numba import cuda, types, float32, uint32, uint64
-from .kernels import launch, check_args, grid1d, scratch, clear_scratch as kernels_clear_scratch, column_block, block_sum_y, COL_BX, COL_SLOTS
+from .kernels import launch, check_args, grid1d, rows_grid, scratch, clear_scratch as kernels_clear_scratch, column_block, block_sum_y, COL_BX, COL_SLOTS
 from .matmul import bias_grad, bias_grad_kernel, bias_grad_parts, _bias_parts
 from .gemm import launch_gemm, get_gemm_provider, BF16_PROVIDERS
 from .rmsnorm import rmsnorm_forward, row_rstd, RMSNORM_BLOCK, RMSNORM_MAX_BLOCK
@@ -221,12 +221,10 @@ def rmsnorm_bf16_kernel(x, g, eps, y16, rstd):
 
 @cuda.jit(cache=True)
 def swiglu_bf16_kernel(gate, up, h16):
-    "`swiglu_fwd_kernel` storing h only as bf16 bits: grid-stride over [N,F]."
-    n_cols = gate.shape[1]
-    for i in range(cuda.grid(1), gate.shape[0] * n_cols, cuda.gridsize(1)):
-        r = i // n_cols
-        c = i - r * n_cols
-        h16[r, c] = bf16_round(f32_bits(swiglu_value(gate[r, c], up[r, c])))
+    "`swiglu_fwd_kernel` storing h only as bf16 bits: blocks stride over the rows of [N,F], threads along a row (launch `rows_grid(N, F)`)."
+    for r in range(cuda.blockIdx.x, gate.shape[0], cuda.gridDim.x):
+        for c in range(cuda.threadIdx.x, gate.shape[1], cuda.blockDim.x):
+            h16[r, c] = bf16_round(f32_bits(swiglu_value(gate[r, c], up[r, c])))
 
 # %% ../nbs/25_mixed_precision.ipynb #c90ee5df
 def rmsnorm_forward_bf16(x, g, eps: float, out16, rstd, tmp=None):
@@ -242,7 +240,7 @@ def swiglu_forward_bf16(gate, up, out16, tmp=None):
     dev = check_args("swiglu_forward_bf16", outs=("out16",), gate=(gate, ("N", "F"), np.float32), up=(up, ("N", "F"), np.float32),
                      out16=(out16, ("N", "F"), np.uint16))
     if not dev: return to_bf16_ref(swiglu_forward(gate, up, out=tmp), out=out16)
-    if gate.size: swiglu_bf16_kernel[grid1d(gate.size)](gate, up, out16)
+    if gate.size: swiglu_bf16_kernel[rows_grid(*gate.shape)](gate, up, out16)
     return out16
 
 # %% ../nbs/25_mixed_precision.ipynb #6b555eb8

@@ -8,7 +8,7 @@ from .core import on_device, simulator_enabled, cdiv  # before numba: without a 
 import math
 import numpy as np
 from numba import cuda, float32, njit, prange
-from .kernels import check_args, grid1d, exp_f32
+from .kernels import check_args, rows_grid, launch, exp_f32, MAX_BLOCKS
 
 # %% auto #0
 __all__ = ['SWISH_CLAMP', 'sigmoid', 'swish', 'swish_grad', 'swiglu_forward_ref', 'swiglu_backward_ref', 'swiglu_forward_cpu',
@@ -136,47 +136,45 @@ def swiglu_value(g, u):
 
 @cuda.jit(cache=True)
 def swiglu_fwd_kernel(gate, up, h):
-    "h = swish(gate)*up elementwise over [N,F] float32, one thread per element, grid-stride loop."
-    n_cols = gate.shape[1]
-    n = gate.shape[0] * n_cols
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        r = i // n_cols
-        c = i - r * n_cols
-        h[r, c] = swiglu_value(gate[r, c], up[r, c])
+    "h = swish(gate)*up elementwise over [N,F] float32: blocks stride over the rows, threads along a row (launch `rows_grid(N, F)`)."
+    for r in range(cuda.blockIdx.x, gate.shape[0], cuda.gridDim.x):
+        for c in range(cuda.threadIdx.x, gate.shape[1], cuda.blockDim.x):
+            h[r, c] = swiglu_value(gate[r, c], up[r, c])
 
 # %% ../nbs/08_swiglu.ipynb #1727bdf1
 @cuda.jit(cache=True)
 def swiglu_bwd_kernel(dh, gate, up, dgate, dup):
-    "dgate = dh*up*swish'(gate), dup = dh*swish(gate) elementwise over [N,F] float32, grid-stride loop."
-    n_cols = gate.shape[1]
-    n = gate.shape[0] * n_cols
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        r = i // n_cols
-        c = i - r * n_cols
-        g = gate[r, c]
-        u = up[r, c]
-        d = dh[r, c]
-        if g > SWISH_CLAMP:
-            sw = g
-            dsw = float32(1.0)
-        elif g < -SWISH_CLAMP:
-            sw = float32(0.0)
-            dsw = float32(0.0)
-        else:
-            s = sigmoid_dev(g)
-            sw = g * s
-            dsw = s * (float32(1.0) + g * (float32(1.0) - s))
-        dgate[r, c] = d * u * dsw
-        dup[r, c] = d * sw
+    "dgate = dh*up*swish'(gate), dup = dh*swish(gate) elementwise over [N,F] float32: blocks stride over the rows, threads along a row."
+    for r in range(cuda.blockIdx.x, gate.shape[0], cuda.gridDim.x):
+        for c in range(cuda.threadIdx.x, gate.shape[1], cuda.blockDim.x):
+            g = gate[r, c]
+            u = up[r, c]
+            d = dh[r, c]
+            if g > SWISH_CLAMP:
+                sw = g
+                dsw = float32(1.0)
+            elif g < -SWISH_CLAMP:
+                sw = float32(0.0)
+                dsw = float32(0.0)
+            else:
+                s = sigmoid_dev(g)
+                sw = g * s
+                dsw = s * (float32(1.0) + g * (float32(1.0) - s))
+            dgate[r, c] = d * u * dsw
+            dup[r, c] = d * sw
 
 # %% ../nbs/08_swiglu.ipynb #2cea3bc5
+def _grid(gate, block: int | None):
+    "The launch of the SwiGLU kernels over [N, F]: `rows_grid`, or with `block` that many threads along a row."
+    return rows_grid(*gate.shape) if block is None else launch(max(1, min(gate.shape[0], MAX_BLOCKS)), block)
+
 def swiglu_forward(gate, up, out=None, block: int | None = None):
     "h = swish(gate)*up for [N,F] arrays; NumPy float32 -> njit loop, other NumPy -> reference, device (float32) -> fused kernel (`block` threads per block); `out` may be gate or up."
     if not on_device(gate) and gate.dtype != np.float32: return swiglu_forward_ref(gate, up, out=out)
     if not _check_swiglu("swiglu_forward", gate, ("out",), up=up, out=out):
         return swiglu_forward_cpu(gate, up, np.empty_like(gate) if out is None else out)
     if out is None: out = cuda.device_array(gate.shape, np.float32)
-    if gate.size: swiglu_fwd_kernel[grid1d(gate.size, block)](gate, up, out)
+    if gate.size: swiglu_fwd_kernel[_grid(gate, block)](gate, up, out)
     return out
 
 # %% ../nbs/08_swiglu.ipynb #56572b10
@@ -188,5 +186,5 @@ def swiglu_backward(dh, gate, up, dgate=None, dup=None, block: int | None = None
         return swiglu_backward_cpu(dh, gate, up, new(dgate), new(dup))
     if dgate is None: dgate = cuda.device_array(gate.shape, np.float32)
     if dup is None: dup = cuda.device_array(gate.shape, np.float32)
-    if gate.size: swiglu_bwd_kernel[grid1d(gate.size, block)](dh, gate, up, dgate, dup)
+    if gate.size: swiglu_bwd_kernel[_grid(gate, block)](dh, gate, up, dgate, dup)
     return dgate, dup
