@@ -190,12 +190,15 @@ elif [ "$PART" = Z ]; then
   #    writing bf16 o: the glue kernels and a bf16 + flash-tc model step checked on the GPU (bench/glue_check.py), then
   #    the d768 bf16 step's profile with cuBLAS bf16 and with Mint's own GEMM (bench/profile_step.py); $OUT/z.tar.
   #    ZB=1 also runs bench_scale at d768 (PyTorch bf16 + compile first; Mint bf16 with cuBLAS bf16 and v8; ZB_CONFIGS and
-  #    ZB_S (seconds, 200) to change); ZNB: chapters whose #| gpu cells run first (their records come back in z.tar); ZV=1 adds bench/norm_variants.py
+  #    ZB_S (seconds, 200) to change); ZNB: chapters whose #| gpu cells run first (their records come back in z.tar); ZV=1 adds bench/norm_variants.py, ZG=1 bench/step_gaps.py
   L=/tmp/zlogs; mkdir -p $L
   [ -n "${ZNB:-}" ] && ladders $L $ZNB     # ZNB: chapters whose #| gpu cells run first (nbdev-test --flags gpu; records in gpu_cells)
   ( time timeout 120 python3 bench/glue_check.py ) > $L/glue_check.log 2>&1; echo "glue rc $? at ${SECONDS}s"; tail -18 $L/glue_check.log
   if [ "${ZV:-0}" = 1 ]; then            # ZV=1: RMSNorm and SwiGLU kernel variants timed (bench/norm_variants.py)
     ( time timeout 60 python3 bench/norm_variants.py ) > $L/norm_variants.log 2>&1; echo "variants rc $? at ${SECONDS}s"; cat $L/norm_variants.log
+  fi
+  if [ "${ZG:-0}" = 1 ]; then            # ZG=1: the graph step's wall time split into host and GPU (bench/step_gaps.py)
+    ( time timeout 90 python3 bench/step_gaps.py ) > $L/step_gaps.log 2>&1; echo "step_gaps rc $? at ${SECONDS}s"; head -3 $L/step_gaps.log
   fi
   for g in ${ZP:-cublas-bf16 tc}; do     # ZP: the GEMM providers to profile
     ( time timeout 110 python3 bench/profile_step.py --preset d768 --precision bf16 --attention flash-tc --gemm $g --out $L ) > $L/prof_d768_$g.log 2>&1

@@ -909,6 +909,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'mint.rmsnorm.rmsnorm_backward': ('rmsnorm.html#rmsnorm_backward', 'mint/rmsnorm.py'),
                               'mint.rmsnorm.rmsnorm_backward_cpu': ('rmsnorm.html#rmsnorm_backward_cpu', 'mint/rmsnorm.py'),
                               'mint.rmsnorm.rmsnorm_backward_ref': ('rmsnorm.html#rmsnorm_backward_ref', 'mint/rmsnorm.py'),
+                              'mint.rmsnorm.rmsnorm_block': ('rmsnorm.html#rmsnorm_block', 'mint/rmsnorm.py'),
                               'mint.rmsnorm.rmsnorm_bwd_kernel': ('rmsnorm.html#rmsnorm_bwd_kernel', 'mint/rmsnorm.py'),
                               'mint.rmsnorm.rmsnorm_dg_kernel': ('rmsnorm.html#rmsnorm_dg_kernel', 'mint/rmsnorm.py'),
                               'mint.rmsnorm.rmsnorm_forward': ('rmsnorm.html#rmsnorm_forward', 'mint/rmsnorm.py'),

@@ -11,7 +11,7 @@ from numba import cuda, types, float32, uint32, uint64
 from .kernels import launch, check_args, grid1d, rows_grid, scratch, clear_scratch as kernels_clear_scratch, column_block, block_sum_y, COL_BX, COL_SLOTS
 from .matmul import bias_grad, bias_grad_kernel, bias_grad_parts, _bias_parts
 from .gemm import launch_gemm, get_gemm_provider, BF16_PROVIDERS
-from .rmsnorm import rmsnorm_forward, row_rstd, RMSNORM_BLOCK, RMSNORM_MAX_BLOCK
+from .rmsnorm import rmsnorm_forward, row_rstd, rmsnorm_block, RMSNORM_MAX_BLOCK
 from .swiglu import swiglu_forward, swiglu_value
 
 # %% auto #0
@@ -232,7 +232,7 @@ def rmsnorm_forward_bf16(x, g, eps: float, out16, rstd, tmp=None):
     dev = check_args("rmsnorm_forward_bf16", outs=("out16", "rstd"), x=(x, ("N", "d"), np.float32), g=(g, ("d",), np.float32),
                      out16=(out16, ("N", "d"), np.uint16), rstd=(rstd, ("N",), np.float32))
     if not dev: return to_bf16_ref(rmsnorm_forward(x, g, eps, out=tmp, rstd=rstd)[0], out=out16), rstd
-    if x.shape[0]: rmsnorm_bf16_kernel[launch(x.shape[0], RMSNORM_BLOCK)](x, g, np.float32(eps), out16, rstd)
+    if x.shape[0]: rmsnorm_bf16_kernel[launch(x.shape[0], rmsnorm_block(x.shape[1]))](x, g, np.float32(eps), out16, rstd)
     return out16, rstd
 
 def swiglu_forward_bf16(gate, up, out16, tmp=None):
