@@ -26,6 +26,7 @@
 #   GS: the GEMM split (issue 21 item 9) — chapter 20 (training's GEMM, mint.gemm) under nbdev-test on the GPU, every rung of
 #      mint.gemm_ladder checked at 301x257x263, and the bench scripts that import both (gemm_ladder.py, gemm_profile.py)
 #   Z: flash-tc on bf16 q, k, v (rope_bf16): glue_check (+ the model step), the d768 bf16 profiles; ZB=1 adds bench_scale d768
+#   SC: bench_scale alone (SC_CONFIGS, SC_GEMMS, SC_S), PyTorch bf16 + compile first
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
 # Prepare once on the development machine (both folders are in .gitignore):
@@ -210,6 +211,13 @@ elif [ "$PART" = Z ]; then
     echo "bench_scale rc $? at ${SECONDS}s"; tail -16 $L/bench_scale.log
   fi
   tar cf "$OUT/z.tar" bench/results/gpu_cells -C /tmp zlogs; ls -la "$OUT"
+elif [ "$PART" = SC ]; then
+  # SC: bench_scale alone, PyTorch bf16 + compile first: SC_CONFIGS (d1024), SC_GEMMS (cublas-bf16), SC_S seconds (300)
+  L=/tmp/sclogs; mkdir -p $L
+  ( time timeout ${SC_S:-300} python3 bench/bench_scale.py --configs ${SC_CONFIGS:-d1024} --mint bf16 --bf16-gemm ${SC_GEMMS:-cublas-bf16} \
+      --torch bf16 --peer-first --steps 3 --rounds 2 --budget-s $(( ${SC_S:-300} - 25 )) --out $L ) > $L/bench_scale.log 2>&1
+  echo "bench_scale rc $? at ${SECONDS}s"; tail -12 $L/bench_scale.log
+  tar cf "$OUT/sc.tar" -C /tmp sclogs; ls -la "$OUT"
 elif [ "$PART" = T ]; then
   # T: tensor cores (issue 17), one lease: bench/bench_scale.py (Mint bf16 with the tensor-core GEMMs v7 and cuBLAS bf16
   #    and the tensor-core flash attention, Mint TF32, against PyTorch bf16 autocast + torch.compile + fused Adam), then
