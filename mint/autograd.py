@@ -364,7 +364,7 @@ def tape_grads(params, cfg, batch) -> tuple:
 # %% ../nbs/43_autograd.ipynb #50f9d9b0
 WIRING_LAUNCHERS = ("linear_forward", "linear_backward", "embedding_forward", "embedding_backward", "rope_forward",
                     "rope_backward", "rmsnorm_forward", "rmsnorm_backward", "swiglu_forward", "swiglu_backward",
-                    "attention_forward", "attention_backward", "cross_entropy", "swap01")   # (the residual adds ride in GEMMs and norms)
+                    "attention_forward", "attention_backward", "cross_entropy", "swap01")   # (the wiring hands its residuals to the GEMM and norm launchers)
 TAPE_LAUNCHERS = ("mm", "bias_grad", "add_kernel", "copy_to", "embedding_forward", "embedding_backward", "rope_forward", "rope_backward",
                   "rmsnorm_forward", "rmsnorm_backward", "swiglu_forward", "swiglu_backward", "ce_launch")
 

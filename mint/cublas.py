@@ -93,7 +93,7 @@ def _row_major_ld(name: str, x) -> int:
 
 # %% ../nbs/20a_cublas.ipynb #6de49bff
 def cublas_gemm(a, b, out, bias, trans_a: bool, trans_b: bool, mode: str = "fp32", residual=None):
-    "out = op(a)·op(b) (+ bias) (+ residual) by cuBLAS on numba device arrays, zero copy, on numba's launch stream (graph-capturable). a, b float32 (mode 'fp32', 'tf32', or 'bf16': rounded to bf16 inside cuBLAS) or bf16 (uint16: bf16 tensor cores); fp32 accumulation, C float32. A bias or a `residual` [M,N] (float32, not `out`) go into cuBLASLt's epilogue (`cublaslt_gemm`)."
+    "out = op(a)·op(b) (+ bias) (+ residual) by cuBLAS on numba device arrays, zero copy, on numba's launch stream (graph-capturable). a, b float32 (mode 'fp32', 'tf32', or 'bf16': rounded to bf16 inside cuBLAS) or bf16 (uint16: bf16 tensor cores); fp32 accumulation, C float32. With a bias (in its epilogue) or a `residual` [M,N] (float32, not `out`; as its C, β = 1) one cuBLASLt call does it all (`cublaslt_gemm`)."
     if mode not in COMPUTE: raise ValueError(f"cublas_gemm: mode must be one of {', '.join(COMPUTE)}, got {mode!r}")
     lib = load_cublas()
     M, K, N = gemm_dims(a, b, trans_a, trans_b, "cublas_gemm", dtypes=(np.float32, np.uint16))
@@ -123,6 +123,7 @@ _LT_ARGS = {                                 # the C signatures used (cublasLt.h
     "cublasLtMatrixLayoutCreate": [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int64],
     "cublasLtMatmulPreferenceCreate": [ctypes.c_void_p],
     "cublasLtMatmulPreferenceSetAttribute": [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t],
+    "cublasLtMatmulPreferenceDestroy": [ctypes.c_void_p],
     "cublasLtMatmulAlgoGetHeuristic": [ctypes.c_void_p] * 7 + [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p],
     "cublasLtMatmul": [ctypes.c_void_p] * 14 + [ctypes.c_size_t, ctypes.c_void_p]}
 DESC_TRANSA, DESC_TRANSB, DESC_EPILOGUE, DESC_BIAS_POINTER = 3, 4, 7, 8          # cublasLtMatmulDescAttributes_t
@@ -149,6 +150,7 @@ def _alignment(p: int) -> int:
     "The largest power of two up to 256 that divides the address `p` (what cuBLASLt's heuristic must assume)."
     return min(256, p & -p) if p else 256
 
+# %% ../nbs/20a_cublas.ipynb #b5465b07
 _LT_PLANS, _LT_HANDLES = {}, {}              # plan key -> (descriptors, algorithm) or None (no algorithm); device -> handle
 
 def _lt_plan(key, lt, M, N, K, trans_a, trans_b, dtype, compute, lds, bias_ptr, aligns):
@@ -176,12 +178,15 @@ def _lt_plan(key, lt, M, N, K, trans_a, trans_b, dtype, compute, lds, bias_ptr, 
         setattr_(lt.cublasLtMatmulPreferenceSetAttribute, pref, PREF_ALIGN_A + i, ctypes.c_uint32(al))
     best, found = _Heuristic(), ctypes.c_int(0)
     status = lt.cublasLtMatmulAlgoGetHeuristic(_LT_HANDLES[key[0]], desc, *layouts, pref, 1, ctypes.byref(best), ctypes.byref(found))
+    lt.cublasLtMatmulPreferenceDestroy(pref)
     return (desc, layouts, best) if status == 0 and found.value > 0 and best.state == 0 else None
 
 def cublaslt_gemm(a, b, out, bias, trans_a: bool, trans_b: bool, mode: str = "fp32", residual=None) -> bool:
-    "out = op(a)·op(b) + residual + bias in one cuBLASLt call (residual as C with β = 1, the bias in the epilogue), on numba's launch stream; operands as `cublas_gemm`'s, whose checks it assumes. False, having done nothing, where cuBLASLt has no algorithm for the case."
+    "out = op(a)·op(b) + residual + bias in one cuBLASLt call (residual as C with β = 1, the bias in the epilogue), on numba's launch stream; operands as `cublas_gemm`'s, whose checks it assumes. False, having done nothing, where cuBLASLt has no algorithm for the case, a dimension is 0, or the bias is not a contiguous 16-byte-aligned vector (the epilogue reads it in vectors)."
     lt = load_cublaslt()
     M, K, N = gemm_dims(a, b, trans_a, trans_b, "cublaslt_gemm", dtypes=(np.float32, np.uint16))
+    if 0 in (M, N, K): return False
+    if bias is not None and (bias.strides[0] != 4 or bias.device_ctypes_pointer.value % 16): return False
     bf16_in = np.dtype(a.dtype) == np.uint16
     dtype, compute = (R_16BF, COMPUTE["fp32"]) if bf16_in else (R_32F, COMPUTE[mode])
     ptr = lambda x: x.device_ctypes_pointer.value or 0

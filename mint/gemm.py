@@ -404,7 +404,7 @@ BF16_PROVIDERS: tuple = ("cublas-bf16", "tc")     # providers that multiply bf16
 
 # %% ../nbs/20_gemm.ipynb #5fe00aaf
 def launch_gemm(a, b, out, bias, trans_a: bool, trans_b: bool, residual=None):
-    "C = op(a)·op(b) (+ bias) (+ residual) on device arrays with the current GEMM provider: a, b float32 or bf16 (uint16), C float32; allocates `out` when None; returns it. cuBLAS adds a bias and a residual [M,N] in its epilogue (cuBLASLt); the other providers add the residual after."
+    "C = op(a)·op(b) (+ bias) (+ residual) on device arrays with the current GEMM provider: a, b float32 or bf16 (uint16), C float32; allocates `out` when None; returns it. cuBLAS takes a bias and a residual [M,N] in the same call (cuBLASLt: the residual as C, the bias in the epilogue); the other providers add the residual after."
     if np.dtype(a.dtype) == np.uint16 and _provider not in BF16_PROVIDERS:
         raise ValueError(f"gemm: bf16 (uint16) operands need a bf16 provider ({', '.join(BF16_PROVIDERS)}), not {_provider!r}; "
                          "mint.precision.gemm_bf16 widens them exactly for the others")

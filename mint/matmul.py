@@ -129,7 +129,7 @@ def linear_few_rows_cpu(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = Non
 
 # %% ../nbs/04_matmul.ipynb #34260fc3
 def linear_forward(x, w, b=None, out=None, tile: int | None = None, residual=None):
-    "y = x·wᵀ + b (+ residual): x [N,in], w [out,in], b [out] or None, `residual` [N,out] or None (a pre-norm block's stream, added last) -> y [N,out]; NumPy (2..FEW_ROWS float32 rows: `linear_few_rows_cpu`) or device (bias fused into the GEMM; with cuBLAS the residual too, chapter 20a)."
+    "y = x·wᵀ + b (+ residual): x [N,in], w [out,in], b [out] or None, `residual` [N,out] or None (a pre-norm block's stream: added last, or with cuBLAS inside the GEMM before the bias, chapter 20a) -> y [N,out]; NumPy (2..FEW_ROWS float32 rows: `linear_few_rows_cpu`) or device (bias fused into the GEMM)."
     M, _, N = _gemm_dims(x, w, False, True, "linear_forward", ("x", "w"))
     if not check_args("linear_forward", x=x, w=w, b=(b, (N,), x.dtype.type), residual=(residual, (M, N), x.dtype.type),
                       out=(out, (M, N), x.dtype.type), outs=("out",)):

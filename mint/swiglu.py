@@ -166,6 +166,7 @@ def swiglu_bwd_kernel(dh, gate, up, dgate, dup):
 # %% ../nbs/08_swiglu.ipynb #2cea3bc5
 def _grid(gate, block: int | None):
     "The launch of the SwiGLU kernels over [N, F]: `rows_grid`, or with `block` that many threads along a row."
+    if block is not None and not 1 <= block <= 1024: raise ValueError(f"threads per block must be in [1, 1024], got {block}")
     return rows_grid(*gate.shape) if block is None else launch(max(1, min(gate.shape[0], MAX_BLOCKS)), block)
 
 def swiglu_forward(gate, up, out=None, block: int | None = None):
