@@ -150,7 +150,7 @@ def _alignment(p: int) -> int:
     "The largest power of two up to 256 that divides the address `p` (what cuBLASLt's heuristic must assume)."
     return min(256, p & -p) if p else 256
 
-# %% ../nbs/20a_cublas.ipynb #b5465b07
+# %% ../nbs/20a_cublas.ipynb #cb1f60bc
 _LT_PLANS, _LT_HANDLES = {}, {}              # plan key -> (descriptors, algorithm) or None (no algorithm); device -> handle
 
 def _lt_plan(key, lt, M, N, K, trans_a, trans_b, dtype, compute, lds, bias_ptr, aligns):
