@@ -31,7 +31,7 @@ import benchlib  # noqa: E402  (puts the repo root on sys.path)
 import numpy as np  # noqa: E402
 from mint.core import ModelConfig, preset, mfu  # noqa: E402
 from mint.model import init_params, n_params, flops_per_token  # noqa: E402
-from mint.train import TrainConfig, CpuEngine  # noqa: E402
+from mint.train import TrainConfig, CpuEngine, Lookahead  # noqa: E402
 from bench_train_step import make_batches, LR, MAX_NORM, PD_VOCAB  # noqa: E402
 
 CONFIGS = {"tiny": dict(preset="tiny"), "medium": dict(preset="medium"), "large": dict(preset="large"),
@@ -82,9 +82,10 @@ class MintSide:
             for b in batches:
                 self.t += 1; loss = self.engine.step(b, LR, self.t)
         else:
+            it = Lookahead(batches)           # the next batch lent to the step, as mint.train.run_training does
             with self.engine, self.gemm():
-                for b in batches:
-                    self.t += 1; loss = self.engine.step(b, LR, self.t)
+                for b in it:
+                    self.t += 1; loss = self.engine.step(b, LR, self.t, it.peek)
         return time.perf_counter() - t0, loss
 
     def close(self):

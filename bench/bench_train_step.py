@@ -29,7 +29,7 @@ from torch_model import MintTorch, load_flat, batch_to_torch, masked_ce  # noqa:
 from mint.core import ModelConfig, preset, mfu  # noqa: E402
 from mint.data import lm_batches  # noqa: E402
 from mint.model import init_params, n_params, flops_per_token  # noqa: E402
-from mint.train import TrainConfig, CpuEngine  # noqa: E402
+from mint.train import TrainConfig, CpuEngine, Lookahead  # noqa: E402
 
 LR, MAX_NORM = 1e-3, 50.0
 PD_VOCAB = 4130        # `mint train`'s vocabulary: Vocab.build on the training part of People's Daily (min_count 2)
@@ -139,10 +139,11 @@ class MintGPU:
 
     def run(self, batches) -> tuple[float, float]:
         t0 = time.perf_counter()
+        it = Lookahead(batches)               # the next batch lent to the step, as mint.train.run_training does
         with self.engine, self.gemm():
-            for b in batches:
+            for b in it:
                 self.t += 1
-                loss = self.engine.step(b, LR, self.t)
+                loss = self.engine.step(b, LR, self.t, it.peek)
         return time.perf_counter() - t0, loss
 
 

@@ -26,6 +26,7 @@
 #   GS: the GEMM split (issue 21 item 9) — chapter 20 (training's GEMM, mint.gemm) under nbdev-test on the GPU, every rung of
 #      mint.gemm_ladder checked at 301x257x263, and the bench scripts that import both (gemm_ladder.py, gemm_profile.py)
 #   Z: flash-tc on bf16 q, k, v (rope_bf16): glue_check (+ the model step), the d768 bf16 profiles; ZB=1 adds bench_scale d768
+#   P: d768 bf16 after staging the next batch during each step and the fused SwiGLU backward: step_gaps, profile, bench_scale
 #   SC: bench_scale alone (SC_CONFIGS, SC_GEMMS, SC_S), PyTorch bf16 + compile first
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
@@ -211,6 +212,17 @@ elif [ "$PART" = Z ]; then
     echo "bench_scale rc $? at ${SECONDS}s"; tail -16 $L/bench_scale.log
   fi
   tar cf "$OUT/z.tar" bench/results/gpu_cells -C /tmp zlogs; ls -la "$OUT"
+elif [ "$PART" = P ]; then
+  # P: the d768 bf16 step with the next batch staged during each step and SwiGLU's backward fused with the rounding:
+  #    step_gaps (host vs GPU time), the kernel profile, bench_scale d768 against PyTorch bf16 + compile (+ recompute)
+  L=/tmp/plogs; mkdir -p $L
+  ( time timeout 110 python3 bench/step_gaps.py --steps 10 ) > $L/step_gaps.log 2>&1; echo "step_gaps rc $? at ${SECONDS}s"; grep -A1 "^d768" $L/step_gaps.log
+  ( time timeout 100 python3 bench/profile_step.py --preset d768 --precision bf16 --attention flash-tc --gemm cublas-bf16 --out $L ) > $L/prof_d768.log 2>&1
+  echo "profile rc $? at ${SECONDS}s"; head -24 $L/prof_d768.log | cut -c1-150
+  ( time timeout ${P_S:-220} python3 bench/bench_scale.py --configs d768 --mint bf16 --bf16-gemm cublas-bf16 --torch bf16 --peer-first \
+      --recompute-too --steps 3 --rounds 2 --budget-s $(( ${P_S:-220} - 20 )) --out $L ) > $L/bench_scale.log 2>&1
+  echo "bench_scale rc $? at ${SECONDS}s"; tail -8 $L/bench_scale.log
+  tar cf "$OUT/p.tar" -C /tmp plogs; ls -la "$OUT"
 elif [ "$PART" = SC ]; then
   # SC: bench_scale alone, PyTorch bf16 + compile first: SC_CONFIGS (d1024), SC_GEMMS (cublas-bf16), SC_S seconds (300)
   L=/tmp/sclogs; mkdir -p $L

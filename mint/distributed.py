@@ -405,6 +405,7 @@ def open_collective(device: str, env: RankEnv | None = None, timeout: float | No
 # %% ../nbs/42_distributed.ipynb #9e6440e7
 class DataParallel:
     "Mixin for an engine class (`ParallelCpuEngine`, `ParallelGpuEngine`): each step trains on this rank's micro-batches of the global batch, scaled by their token shares and summed over ranks by `coll` in one all-reduce of `[gradients | loss]`; validation and the stop vote are summed too."
+    prefetch = False           # a step loads its micro-batches one after another: nothing to stage ahead
     def __init__(self, params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, coll: Collective | None = None,
                  grad_accum: int = 1):
         self.coll, self.grad_accum, self._ready = coll or Collective(), int(grad_accum), False

@@ -58,15 +58,15 @@ INPUTS = {"ids": np.int32, "targets": np.int32, "loss_mask": np.float32, "pos": 
 # %% ../nbs/23_gpu_train.ipynb #f44d0e19
 def device_workspace(cfg: ModelConfig, batch_size: int, seq_len: int, training: bool = True, alloc=None,
                      attention: str = "unfused", precision: str = "fp32", recompute: bool = False) -> Workspace:
-    "A `mint.model.Workspace` of float32 device arrays whose inputs are uploaded through pinned host buffers; `alloc(n, dtype)` defaults to `cuda.device_array`."
+    "A `mint.model.Workspace` of float32 device arrays whose inputs are uploaded through pinned host buffers (at once, or queued on a `stream`); `alloc(n, dtype)` defaults to `cuda.device_array`."
     alloc = alloc or (lambda n, dtype: cuda.device_array(n, dtype=dtype))
     N = batch_size * seq_len
     with oom_hint(cfg, batch_size, seq_len, precision, recompute):
         stage = {k: cuda.pinned_array(N, dtype=t) for k, t in INPUTS.items()}
-        def upload(name, dst, src):
+        def upload(name, dst, src, stream=None):
             s = stage[name][:dst.size].reshape(dst.shape)
             np.copyto(s, src.reshape(dst.shape), casting="same_kind")
-            dst.copy_to_device(s)
+            dst.copy_to_device(s, stream=stream or 0)      # a stream: asynchronous (the pinned buffer must stay as it is until it ran)
         return Workspace(cfg, batch_size, seq_len, np.float32, training, alloc=alloc, upload=upload, attention=attention,
                          precision=precision, recompute=recompute)
 
@@ -144,8 +144,25 @@ class GpuEngine(Engine):
     def __exit__(self, *exc):
         self.counter.__exit__(*exc); self._quiet.__exit__(*exc)
         return False
-    def step(self, batch, lr: float, step: int) -> float:
+    prefetch, _staged, _upcoming = True, None, None
+    def grads(self, batch):
+        "`Engine.grads`, on the inputs staged by the step before when that was this batch and nothing was loaded since."
+        staged, self._staged = self._staged, None
+        if staged is None or staged[0] is not batch or staged[1] != self.ws.loads: return super().grads(batch)
+        return self.compute(staged[2])
+    def stage_next(self):
+        """Draw the next batch (`upcoming`) and load it while this step runs on the GPU: its host checks and pinned copy now,
+        its uploads queued on the stream behind the step (they run after the step's last read of the inputs). A batch
+        that fails its checks is not staged: its own step loads it again and raises there."""
+        draw, self._upcoming = self._upcoming, None
+        batch = draw() if draw is not None else None
+        if batch is None: return
+        try: v = self.ws.load_batch(batch, stream=cuda.default_stream())
+        except Exception: return
+        self._staged = (batch, self.ws.loads, v)
+    def step(self, batch, lr: float, step: int, upcoming=None) -> float:
         snap = self.counter.snapshot() if hasattr(self, "counter") else None
+        self._upcoming = upcoming
         loss = super().step(batch, lr, step)
         if snap is not None and math.isfinite(loss):
             counts = self.counter.since(snap)
@@ -156,7 +173,8 @@ class GpuEngine(Engine):
         poison_if_nonfinite_kernel[launch(1, 1)](loss, self.sumsq)      # a non-finite loss makes Adam drop the step
         self.optimizer_step(self.p, self.g, self.m, self.v, lr, step, self.acfg, sumsq=self.sumsq, rejected=self.rejected)
         self.t_issued = time.perf_counter()                    # every launch of the step is queued (host time ends)
-        loss.copy_to_host(self.loss_host)                      # 4 bytes down; waits for the step
+        self.stage_next()                                      # the next batch goes up while the GPU works
+        loss.copy_to_host(self.loss_host)                      # 4 bytes down; waits for the step (and the staged uploads)
         return float(self.loss_host[0])
     def accumulate(self, tot, loss, n: float):
         if tot is None: fill(self.val_acc, 0.0)

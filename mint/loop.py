@@ -115,8 +115,9 @@ class Engine:
         loss = loss_forward(self.W, self.cfg, v)
         backward(self.W, self.G, self.cfg, v)
         return loss
-    def step(self, batch, lr: float, step: int) -> float:
-        "Forward, loss, backward, clip and Adam on one `mint.data.Batch`; returns the loss (nats/token) as a float."
+    prefetch = False              # whether `step` uses `upcoming` (the GPU engine loads the next batch while a step runs)
+    def step(self, batch, lr: float, step: int, upcoming=None) -> float:
+        "Forward, loss, backward, clip and Adam on one `mint.data.Batch`; returns the loss (nats/token) as a float. `upcoming()`, where the loop gives it, draws the next step's batch (None: none): an engine with `prefetch` calls it while this step runs."
         return self.update(self.grads(batch), lr, step)
     def agree(self, stop: bool) -> bool:
         "Whether to stop now. One process decides alone; under data parallelism (`mint.distributed`) every rank must stop at the same step, so the ranks vote."

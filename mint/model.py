@@ -20,7 +20,7 @@ from .attention import attention_forward, attention_backward
 from .flash_attention import attention_cached, cache_write, cache_write_rows, attention_rows, flash_attention_forward, flash_attention_backward
 from .flash_tc import flash_tc_forward, flash_tc_backward, rope_bf16
 from .loss import cross_entropy
-from .precision import PRECISIONS, to_bf16, linear_bf16, linear_backward_bf16, rmsnorm_forward_bf16, swiglu_forward_bf16
+from .precision import PRECISIONS, to_bf16, linear_bf16, linear_backward_bf16, rmsnorm_forward_bf16, swiglu_forward_bf16, swiglu_backward_bf16
 
 # %% auto #0
 __all__ = ['ATTENTION', 'INT32_MAX', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views', 'flops_per_token',
@@ -243,7 +243,7 @@ def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attenti
     return v
 
 # %% ../nbs/12_model.ipynb #3b4d8cbb
-def _host_upload(name: str, dst, src: np.ndarray) -> None:
+def _host_upload(name: str, dst, src: np.ndarray, stream=None) -> None:
     np.copyto(dst, src.reshape(dst.shape), casting="same_kind")
 
 class Workspace:
@@ -263,7 +263,7 @@ class Workspace:
         kinds = {"f": self.dtype, "i": np.int32, "h": np.uint16}
         self.bufs = {k: alloc(math.prod(s), kinds[kind]) for k, (s, kind) in shapes.items()}
         self.nbytes = workspace_bytes(cfg, batch_size, seq_len, self.dtype, training, attention, precision, recompute)
-        self._views = {}
+        self._views, self.loads = {}, 0      # loads: batches loaded so far (one staged ahead is still there if none came after)
 
     def views(self, B: int, T: int) -> SimpleNamespace:
         "The shaped views for a B × T batch (cached); ValueError naming --batch-size/--seq-len if it does not fit."
@@ -277,8 +277,8 @@ class Workspace:
 
 # %% ../nbs/12_model.ipynb #ba650ba7
 @patch
-def load(self: Workspace, input_ids, pos=None, targets=None, loss_mask=None, seg=None) -> SimpleNamespace:
-    "Check int `[B,T]` inputs on the host (ids in [0, vocab_size)) and put them into the buffers; returns the batch's views. `pos` None = 0..T-1."
+def load(self: Workspace, input_ids, pos=None, targets=None, loss_mask=None, seg=None, stream=None) -> SimpleNamespace:
+    "Check int `[B,T]` inputs on the host (ids in [0, vocab_size)) and put them into the buffers; returns the batch's views. `pos` None = 0..T-1. `stream`: device uploads are queued on it behind the work already there instead of done at once (the caller waits on it before it loads again)."
     ids = np.asarray(input_ids)
     if ids.ndim != 2: raise ValueError(f"input_ids must be [batch_size, seq_len], got shape {ids.shape}")
     B, T = ids.shape
@@ -292,14 +292,15 @@ def load(self: Workspace, input_ids, pos=None, targets=None, loss_mask=None, seg
         if a.shape != (B, T): raise ValueError(f"batch.{k} has shape {a.shape}, input_ids has {(B, T)}")
         if k in ("ids", "targets") and a.size and (a.min() < 0 or a.max() >= V):
             raise ValueError(f"batch.{k}: token ids must be in [0, {V}), got range [{a.min()}, {a.max()}]")
-        self.upload(k, getattr(v, k), a)
+        self.upload(k, getattr(v, k), a, stream)
     v.use_seg = seg is not None
+    self.loads += 1
     return v
 
 @patch
-def load_batch(self: Workspace, batch) -> SimpleNamespace:
+def load_batch(self: Workspace, batch, stream=None) -> SimpleNamespace:
     "`load` a `mint.data.Batch`."
-    return self.load(batch.input_ids, batch.pos, batch.targets, batch.loss_mask, batch.seg)
+    return self.load(batch.input_ids, batch.pos, batch.targets, batch.loss_mask, batch.seg, stream)
 
 # %% ../nbs/12_model.ipynb #e1e24268
 class KVCache:
@@ -482,9 +483,14 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig, layer: int = 0) -> None:
     "Backward of one block: `v.dx` holds dL/dx' on entry and dL/dx on return; the layer's parameter gradients go into `GL`."
     Q = _w16(v, layer)
     _linear_back(v, v.dx, A.m, A.m16, L.down_w, getattr(Q, "down_w", None), v.dm, GL.down_w, GL.down_b, cfg.mlp_bias)
-    swiglu_backward(v.dm, A.gate, A.up, dgate=v.dgate, dup=v.dup)              # (2,N,F)
-    if not v.direct_gu: swap01(v.dgu, v.gu_rows3)                                 # -> [N,2F]
-    _linear_back(v, v.gu_rows, A.b, A.b16, L.gu_w, getattr(Q, "gu_w", None), v.dn, GL.gu_w, GL.gu_b, cfg.mlp_bias)
+    if Q is None:
+        swiglu_backward(v.dm, A.gate, A.up, dgate=v.dgate, dup=v.dup)          # (2,N,F)
+        if not v.direct_gu: swap01(v.dgu, v.gu_rows3)                             # -> [N,2F]
+        _linear_back(v, v.gu_rows, A.b, A.b16, L.gu_w, None, v.dn, GL.gu_w, GL.gu_b, cfg.mlp_bias)
+    else:                                                                      # bf16: only dgate | dup's bf16 bits (and db)
+        dgu16 = v.dy16[:v.gu_rows.size].reshape(v.gu_rows.shape)
+        swiglu_backward_bf16(v.dm, A.gate, A.up, dgu16, GL.gu_b if cfg.mlp_bias else None, tmp=v.gu_rows)
+        linear_backward_bf16(None, dgu16, A.b16, Q.gu_w, dx=v.dn, dw=GL.gu_w)
     rmsnorm_backward(v.dn, A.h, L.ln2, A.r2, dx=v.dh, dg=GL.ln2, residual=v.dx)   # dh = dx + J_FFNᵀ dx (copy, don't split)
     _linear_back(v, v.dh, A.o, A.o16, L.o_w, getattr(Q, "o_w", None), v.do, GL.o_w, GL.o_b, cfg.attention_bias)
     if v.flash:                                                                # recompute P tile by tile from lse

@@ -12,13 +12,14 @@ from .kernels import launch, check_args, grid1d, rows_grid, scratch, clear_scrat
 from .matmul import bias_grad, bias_grad_kernel, bias_grad_parts, _bias_parts
 from .gemm import launch_gemm, get_gemm_provider, BF16_PROVIDERS
 from .rmsnorm import rmsnorm_forward, row_rstd, rmsnorm_block, RMSNORM_MAX_BLOCK
-from .swiglu import swiglu_forward, swiglu_value
+from .swiglu import swiglu_forward, swiglu_backward, swiglu_value, swiglu_grads
 
 # %% auto #0
 __all__ = ['QNAN_BF16', 'PRECISIONS', 'round_bits_ref', 'to_bf16_ref', 'from_bf16_ref', 'bf16_round', 'to_bf16_kernel',
            'to_bf16_pairs_kernel', 'from_bf16_kernel', 'to_bf16', 'from_bf16', 'gemm_bf16', 'linear_bf16',
            'round_bias_part_kernel', 'to_bf16_and_bias_grad', 'linear_backward_bf16', 'rmsnorm_bf16_kernel',
-           'swiglu_bf16_kernel', 'rmsnorm_forward_bf16', 'swiglu_forward_bf16', 'widen_operands', 'clear_scratch']
+           'swiglu_bf16_kernel', 'rmsnorm_forward_bf16', 'swiglu_forward_bf16', 'bf16_pair',
+           'swiglu_round_bias_part_kernel', 'swiglu_backward_bf16', 'widen_operands', 'clear_scratch']
 
 # %% ../nbs/25_mixed_precision.ipynb #90243930
 QNAN_BF16 = 0x7FC0          # the quiet NaN ml_dtypes writes (sign kept)
@@ -200,8 +201,9 @@ def to_bf16_and_bias_grad(dy, dy16, db=None):
 
 # %% ../nbs/25_mixed_precision.ipynb #6ad2404f
 def linear_backward_bf16(dy, dy16, x16, w16, dx=None, dw=None, db=None, has_bias: bool = True) -> tuple:
-    "(dx = dy·w, dw = dyᵀ·x, db = Σ_rows dy or None): float32 `dy` rounded into `dy16`, bf16 `x16`, `w16`; dx, dw, db float32 (db summed from the fp32 dy, in the kernel that rounds it)."
-    if has_bias: dy16, db = to_bf16_and_bias_grad(dy, dy16, db)       # one read of dy for both
+    "(dx = dy·w, dw = dyᵀ·x, db = Σ_rows dy or None): float32 `dy` rounded into `dy16`, bf16 `x16`, `w16`; dx, dw, db float32 (db summed from the fp32 dy, in the kernel that rounds it). `dy` None: `dy16` already holds the rounded gradient (and `db`, if any, its sum: made where it was rounded)."
+    if dy is None: pass
+    elif has_bias: dy16, db = to_bf16_and_bias_grad(dy, dy16, db)       # one read of dy for both
     else: dy16, db = to_bf16(dy, out=dy16), None
     dx = gemm_bf16(dy16, w16, dx)
     dw = gemm_bf16(dy16, x16, dw, trans_a=True)
@@ -242,6 +244,66 @@ def swiglu_forward_bf16(gate, up, out16, tmp=None):
     if not dev: return to_bf16_ref(swiglu_forward(gate, up, out=tmp), out=out16)
     if gate.size: swiglu_bf16_kernel[rows_grid(*gate.shape)](gate, up, out16)
     return out16
+
+# %% ../nbs/25_mixed_precision.ipynb #14c46a13
+@cuda.jit(device=True, inline=True)
+def bf16_pair(v0, v1):
+    "The bf16 bits of two float32 values in one uint32, v0 in the low half."
+    return uint32(bf16_round(f32_bits(v0))) | (uint32(bf16_round(f32_bits(v1))) << uint32(16))
+
+@cuda.jit(cache=True)
+def swiglu_round_bias_part_kernel(dh, gate, up, part, dgu16x2):
+    "`swiglu_bwd_kernel` then `round_bias_part_kernel` in one pass: for column pairs (2c, 2c+1) of gate, up, dh [N,F], the bf16 bits of dgate and dup only (`dgu16x2`: uint32 view [N, F] of dgu16 [N, 2F], gate's pairs then up's) and each part of the rows' column sums into `part` [P, 2F], in the same order."
+    buf = cuda.shared.array(COL_SLOTS, float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    c = cuda.blockIdx.x * COL_BX + tx                  # the column pair of gate and of up
+    H = gate.shape[1] // 2                             # pairs in each half
+    rows = (gate.shape[0] + part.shape[0] - 1) // part.shape[0]
+    r0 = cuda.blockIdx.y * rows
+    a0 = float32(0.0)
+    a1 = float32(0.0)
+    b0 = float32(0.0)
+    b1 = float32(0.0)
+    if c < H:
+        for n in range(r0 + ty, min(r0 + rows, gate.shape[0]), cuda.blockDim.y):
+            g0, u0 = swiglu_grads(gate[n, 2 * c], up[n, 2 * c], dh[n, 2 * c])
+            g1, u1 = swiglu_grads(gate[n, 2 * c + 1], up[n, 2 * c + 1], dh[n, 2 * c + 1])
+            a0 += g0
+            a1 += g1
+            b0 += u0
+            b1 += u1
+            dgu16x2[n, c] = bf16_pair(g0, g1)
+            dgu16x2[n, H + c] = bf16_pair(u0, u1)
+    t0 = block_sum_y(buf, a0)                          # every thread calls all four: their barriers wait for the block
+    t1 = block_sum_y(buf, a1)
+    t2 = block_sum_y(buf, b0)
+    t3 = block_sum_y(buf, b1)
+    if ty == 0 and c < H:
+        F = gate.shape[1]
+        part[cuda.blockIdx.y, 2 * c] = t0
+        part[cuda.blockIdx.y, 2 * c + 1] = t1
+        part[cuda.blockIdx.y, F + 2 * c] = t2
+        part[cuda.blockIdx.y, F + 2 * c + 1] = t3
+
+# %% ../nbs/25_mixed_precision.ipynb #a1839313
+def swiglu_backward_bf16(dh, gate, up, dgu16, db=None, tmp=None):
+    "SwiGLU's gradients for gate, up [N,F] (rows may be strided) stored only as bf16 bits `dgu16` [N, 2F] (gate's columns, then up's: the gate-up GEMM's dy), and with `db` [2F] their column sums: the bits of `swiglu_backward` into [N, 2F], then `to_bf16_and_bias_grad`. Device: one kernel (and the parts' sum); NumPy, N <= 1024 or an odd F: those steps, through `tmp` [N, 2F] float32."
+    dev = check_args("swiglu_backward_bf16", outs=("dgu16", "db"), dh=(dh, ("N", "F"), np.float32), gate=(gate, ("N", "F"), np.float32),
+                     up=(up, ("N", "F"), np.float32), dgu16=(dgu16, ("N", "F2"), np.uint16),
+                     db=(db, ("F2",), np.float32) if db is not None else None)
+    N, F = gate.shape
+    if dgu16.shape[1] != 2 * F: raise ValueError(f"swiglu_backward_bf16: dgu16 must be [N, 2F] = [{N}, {2 * F}], got {tuple(dgu16.shape)}")
+    P = bias_grad_parts(N)
+    if not dev or P <= 1 or F % 2 or not _contiguous(dgu16) or _ptr(dgu16) % 4:      # the unfused steps
+        t = tmp if tmp is not None else (cuda.device_array if dev else np.empty)((N, 2 * F), np.float32)
+        swiglu_backward(dh, gate, up, dgate=t[:, :F], dup=t[:, F:])
+        return to_bf16_and_bias_grad(t, dgu16, db) if db is not None else (to_bf16(t, out=dgu16), None)
+    part = _bias_parts(P, 2 * F)
+    swiglu_round_bias_part_kernel[column_block(F // 2, cdiv(N, P), parts=P)](
+        dh, gate, up, part, dgu16.reshape(N * 2 * F).view(np.uint32).reshape(N, F))
+    if db is not None: bias_grad_kernel[column_block(2 * F, P)](part, db)
+    return dgu16, db
 
 # %% ../nbs/25_mixed_precision.ipynb #6b555eb8
 def widen_operands(a, b):

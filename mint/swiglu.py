@@ -12,8 +12,8 @@ from .kernels import check_args, rows_grid, launch, exp_f32, MAX_BLOCKS
 
 # %% auto #0
 __all__ = ['SWISH_CLAMP', 'sigmoid', 'swish', 'swish_grad', 'swiglu_forward_ref', 'swiglu_backward_ref', 'swiglu_forward_cpu',
-           'swiglu_backward_cpu', 'sigmoid_dev', 'swiglu_value', 'swiglu_fwd_kernel', 'swiglu_bwd_kernel',
-           'swiglu_forward', 'swiglu_backward']
+           'swiglu_backward_cpu', 'sigmoid_dev', 'swiglu_value', 'swiglu_fwd_kernel', 'swiglu_grads',
+           'swiglu_bwd_kernel', 'swiglu_forward', 'swiglu_backward']
 
 # %% ../nbs/08_swiglu.ipynb #23709960
 SWISH_CLAMP = 20.0   # beyond +-20, swish(x) = x or 0 and swish'(x) = 1 or 0 (§5.6)
@@ -142,26 +142,29 @@ def swiglu_fwd_kernel(gate, up, h):
             h[r, c] = swiglu_value(gate[r, c], up[r, c])
 
 # %% ../nbs/08_swiglu.ipynb #1727bdf1
+@cuda.jit(device=True, inline=True)
+def swiglu_grads(g, u, d):
+    "(dgate, dup) = (d·u·swish'(g), d·swish(g)) of one float32 triple, swish clamped as in `sigmoid_dev`."
+    if g > SWISH_CLAMP:
+        sw = g
+        dsw = float32(1.0)
+    elif g < -SWISH_CLAMP:
+        sw = float32(0.0)
+        dsw = float32(0.0)
+    else:
+        s = sigmoid_dev(g)
+        sw = g * s
+        dsw = s * (float32(1.0) + g * (float32(1.0) - s))
+    return d * u * dsw, d * sw
+
 @cuda.jit(cache=True)
 def swiglu_bwd_kernel(dh, gate, up, dgate, dup):
     "dgate = dh*up*swish'(gate), dup = dh*swish(gate) elementwise over [N,F] float32: blocks stride over the rows, threads along a row."
     for r in range(cuda.blockIdx.x, gate.shape[0], cuda.gridDim.x):
         for c in range(cuda.threadIdx.x, gate.shape[1], cuda.blockDim.x):
-            g = gate[r, c]
-            u = up[r, c]
-            d = dh[r, c]
-            if g > SWISH_CLAMP:
-                sw = g
-                dsw = float32(1.0)
-            elif g < -SWISH_CLAMP:
-                sw = float32(0.0)
-                dsw = float32(0.0)
-            else:
-                s = sigmoid_dev(g)
-                sw = g * s
-                dsw = s * (float32(1.0) + g * (float32(1.0) - s))
-            dgate[r, c] = d * u * dsw
-            dup[r, c] = d * sw
+            dg, du = swiglu_grads(gate[r, c], up[r, c], dh[r, c])
+            dgate[r, c] = dg
+            dup[r, c] = du
 
 # %% ../nbs/08_swiglu.ipynb #2cea3bc5
 def _grid(gate, block: int | None):

@@ -21,7 +21,7 @@ from .controls import EXIT_CODES, TrainControl, stop_on_signals, terminal_comman
 # %% auto #0
 __all__ = ['ON_END', 'bar_is_live', 'bar_postfix', 'notify', 'check_resumable', 'TrainResult', 'two_durations', 'Pace',
            'state_bytes', 'outranks', 'resumed_best', 'start_warnings', 'replan_note', 'learning_problems',
-           'untrained_loss', 'run_training', 'train']
+           'untrained_loss', 'Lookahead', 'run_training', 'train']
 
 # %% ../nbs/36_robust_train.ipynb #c8fe42f1
 def bar_is_live() -> bool:
@@ -407,6 +407,24 @@ def _end_hooks(res: TrainResult, on_end, note):
         try: hook(res)
         except Exception as e: note(f"warning: on_end hook {getattr(hook, '__name__', hook)} failed: {type(e).__name__}: {e}")
 
+# %% ../nbs/36_robust_train.ipynb #67f1df7f
+class Lookahead:
+    "An iterator whose next item can be drawn early (`peek`, for an engine that loads the next batch while a step runs); `next` then gives that item. An error while drawing early is raised by the `next` that would have drawn it."
+    def __init__(self, it): self.it, self.ahead = iter(it), []
+    def __iter__(self): return self
+    def __next__(self):
+        if not self.ahead: return next(self.it)
+        item = self.ahead.pop()
+        if isinstance(item, BaseException): raise item
+        return item
+    def peek(self):
+        "The next item without consuming it, None at the end (or when drawing it failed: `next` raises that)."
+        if not self.ahead:
+            try: self.ahead.append(next(self.it))
+            except StopIteration: return None
+            except Exception as e: self.ahead.append(e)
+        return None if isinstance(self.ahead[0], BaseException) else self.ahead[0]
+
 # %% ../nbs/36_robust_train.ipynb #4c41717e
 def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list, vocab: Vocab,
                  out_dir=None, meta: dict | None = None, progress: bool = True, control: TrainControl | None = None,
@@ -419,6 +437,7 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
     with contextlib.ExitStack() as held:
         r = _first_step(held, engine, cfg, tcfg, train_batches, val_batches, vocab, out_dir, meta, resume, callbacks, note)   # 1. before the first step
         reason, stopped, bad_loss = "done", "done", None
+        train_batches = Lookahead(train_batches)      # after the resume's fast-forward: the GPU engine draws one step ahead
 
         # 2. the steps
         t0 = _clock()
@@ -438,7 +457,8 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                     batch = next(train_batches, None)
                     if batch is None: reason, stopped = "data_exhausted", f"training data exhausted after step {r.step}"; break
                     lr = lr_at(r.step, tcfg.steps, tcfg.base_lr, tcfg.warmup_steps)
-                    loss = engine.step(batch, lr, r.step + 1)
+                    ahead = train_batches.peek if engine.prefetch and r.step + 1 < tcfg.steps else None
+                    loss = engine.step(batch, lr, r.step + 1, ahead)
                     if not math.isfinite(loss):
                         reason, stopped, bad_loss = "diverged", f"non-finite loss ({loss}) at step {r.step + 1}", loss; break
                     r.step += 1
