@@ -8,6 +8,7 @@ from .core import ModelConfig  # before numba: without a GPU it switches the sim
 import math, time, warnings
 from contextlib import contextmanager
 import numpy as np
+from fastcore.basics import patch
 from numba import cuda
 from .kernels import fill, launch, capture
 from .model import Workspace, workspace_bytes, n_params
@@ -144,22 +145,7 @@ class GpuEngine(Engine):
     def __exit__(self, *exc):
         self.counter.__exit__(*exc); self._quiet.__exit__(*exc)
         return False
-    prefetch, _staged, _upcoming = True, None, None
-    def grads(self, batch):
-        "`Engine.grads`, on the inputs staged by the step before when that was this batch and nothing was loaded since."
-        staged, self._staged = self._staged, None
-        if staged is None or staged[0] is not batch or staged[1] != self.ws.loads: return super().grads(batch)
-        return self.compute(staged[2])
-    def stage_next(self):
-        """Draw the next batch (`upcoming`) and load it while this step runs on the GPU: its host checks and pinned copy now,
-        its uploads queued on the stream behind the step (they run after the step's last read of the inputs). A batch
-        that fails its checks is not staged: its own step loads it again and raises there."""
-        draw, self._upcoming = self._upcoming, None
-        batch = draw() if draw is not None else None
-        if batch is None: return
-        try: v = self.ws.load_batch(batch, stream=cuda.default_stream())
-        except Exception: return
-        self._staged = (batch, self.ws.loads, v)
+    prefetch, _staged, _upcoming = True, None, None       # `upcoming` batches are staged: `grads`, `stage_next` below
     def step(self, batch, lr: float, step: int, upcoming=None) -> float:
         snap = self.counter.snapshot() if hasattr(self, "counter") else None
         self._upcoming = upcoming
@@ -188,6 +174,26 @@ class GpuEngine(Engine):
     def finish(self, hist: dict):
         self.host_params()
         hist.update(self.counts, adam_rejected=int(self.rejected.copy_to_host()[0]))
+
+# %% ../nbs/23_gpu_train.ipynb #86c35064
+@patch
+def grads(self: GpuEngine, batch):
+    "`Engine.grads`, on the inputs staged by the step before when that was this batch and nothing was loaded since."
+    staged, self._staged = self._staged, None
+    if staged is None or staged[0] is not batch or staged[1] != self.ws.loads: return Engine.grads(self, batch)
+    return self.compute(staged[2])
+
+@patch
+def stage_next(self: GpuEngine):
+    """Draw the next batch (`upcoming`) and load it while this step runs on the GPU: its host checks and pinned copy now,
+    its uploads queued on the stream behind the step (they run after the step's last read of the inputs). A batch
+    that fails its checks is not staged: its own step loads it again and raises there."""
+    draw, self._upcoming = self._upcoming, None
+    batch = draw() if draw is not None else None
+    if batch is None: return
+    try: v = self.ws.load_batch(batch, stream=cuda.default_stream())
+    except Exception: return
+    self._staged = (batch, self.ws.loads, v)
 
 # %% ../nbs/23_gpu_train.ipynb #35709127
 def train_gpu(params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val_batches: list,

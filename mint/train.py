@@ -457,8 +457,8 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                     batch = next(train_batches, None)
                     if batch is None: reason, stopped = "data_exhausted", f"training data exhausted after step {r.step}"; break
                     lr = lr_at(r.step, tcfg.steps, tcfg.base_lr, tcfg.warmup_steps)
-                    ahead = train_batches.peek if engine.prefetch and r.step + 1 < tcfg.steps else None
-                    loss = engine.step(batch, lr, r.step + 1, ahead)
+                    ahead = dict(upcoming=train_batches.peek) if getattr(engine, "prefetch", False) and r.step + 1 < tcfg.steps else {}
+                    loss = engine.step(batch, lr, r.step + 1, **ahead)    # (an engine's own step need not take `upcoming`)
                     if not math.isfinite(loss):
                         reason, stopped, bad_loss = "diverged", f"non-finite loss ({loss}) at step {r.step + 1}", loss; break
                     r.step += 1
