@@ -286,6 +286,7 @@ def load(self: Workspace, input_ids, pos=None, targets=None, loss_mask=None, seg
     if pos is None: pos = np.broadcast_to(np.arange(T, dtype=np.int32), (B, T))
     arrays = {"ids": ids, "pos": pos, "targets": targets, "loss_mask": loss_mask, "seg": seg}
     V = self.cfg.vocab_size
+    self.loads += 1                      # counted before the first upload: a load that fails half-way has changed the inputs too
     for k, a in arrays.items():
         if a is None: continue
         a = np.asarray(a)
@@ -294,7 +295,6 @@ def load(self: Workspace, input_ids, pos=None, targets=None, loss_mask=None, seg
             raise ValueError(f"batch.{k}: token ids must be in [0, {V}), got range [{a.min()}, {a.max()}]")
         self.upload(k, getattr(v, k), a, stream)
     v.use_seg = seg is not None
-    self.loads += 1
     return v
 
 @patch
