@@ -387,7 +387,8 @@ class RunLock:
         self.folder = Path(folder)
         self.log = log or (lambda s: print(s, file=sys.stderr))
     def __enter__(self):
-        key = str(self.folder.resolve())
+        self._abs = self.folder.resolve()                  # kept for __exit__: a later chdir (or a cwd removed under us) cannot move it
+        key = str(self._abs)
         if key in RunLock._held: RunLock._held[key][1] += 1; return self
         path, fd = self.folder / LOCK_NAME, None
         if _foreign_lock(path):
@@ -426,17 +427,17 @@ class RunLock:
         RunLock._held[key] = [fd, 1]
         return self
     def __exit__(self, *exc):
-        key = str(self.folder.resolve())
+        key = str(getattr(self, "_abs", self.folder))      # resolved in __enter__: no lookup of the cwd on the way out
         fd_depth = RunLock._held.get(key)
         if fd_depth is None: return False
         fd_depth[1] -= 1
         if fd_depth[1] == 0:
             del RunLock._held[key]
-            try: (self.folder / LOCK_NAME).unlink()        # while still holding it: the next run makes a fresh file
+            try: (Path(key) / LOCK_NAME).unlink()          # while still holding it: the next run makes a fresh file
             except OSError: pass
             os.close(fd_depth[0])
             if getattr(self, "created", False):
-                try: self.folder.rmdir()                   # only if empty: a run that failed before writing anything
+                try: Path(key).rmdir()                     # only if empty: a run that failed before writing anything
                 except OSError: pass
         return False
 
