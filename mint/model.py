@@ -150,8 +150,9 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
     if training:
         s.update({"dlogits": ((N, V), "f"), "loss": ((1,), "f"), "ce_scratch": ((N + 1,), "f"),
                   "dx": ((N, d), "f"), "dn": ((N, d), "f"), "dh": ((N, d), "f"), "do": ((N, d), "f"),
-                  "dm": ((N, F), "f"), "dgu": ((2, N, F), "f"), "dqkv": ((3, N, d), "f"),
-                  "dscores": ((B, H, T) if attention != "unfused" else (B, H, T, T), "f")})   # flash: D = rowsum(dO·O)
+                  "dm": ((N, F), "f"), "dscores": ((B, H, T) if attention != "unfused" else (B, H, T, T), "f")})   # flash: D = rowsum(dO·O)
+        if not tc: s["dgu"] = ((2, N, F), "f")                    # flash-tc: the gradients land in the rows (gu_rows, qkv_rows)
+        if not one_qkv: s["dqkv"] = ((3, N, d), "f")
         if cfg.qk_norm: s["dqk"] = ((2, N, d), "f")
     return s
 
@@ -229,13 +230,15 @@ def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attenti
                         recompute=recompute and training, w16=w.get("w16"), W16=views(w["w16"], cfg) if "w16" in w else None,
                         hf16=w.get("hf16"), dy16=w.get("dy16"))
     if training:
-        dqkv = w["dqkv"]
-        dqk = w["dqk"] if cfg.qk_norm else dqkv                    # where attention's backward writes dq, dk
         v.__dict__.update(dlogits=w["dlogits"], loss=w["loss"], ce_scratch=w["ce_scratch"],
                           dx=w["dx"], dn=w["dn"], dh=w["dh"], do=w["do"], do4=w["do"].reshape(B, T, H, hd),
-                          dm=w["dm"], dgu=w["dgu"], dgate=w["dgu"][0], dup=w["dgu"][1], dqkv=dqkv,
-                          dq=dqk[0].reshape(B, T, H, hd), dk=dqk[1].reshape(B, T, H, hd), dv=dqkv[2].reshape(B, T, H, hd),
-                          dq3=dqk[0].reshape(N, H, hd), dk3=dqk[1].reshape(N, H, hd), dscores=w["dscores"])
+                          dm=w["dm"], dscores=w["dscores"], dgu=w.get("dgu"), dqkv=w.get("dqkv"))
+        if v.dgu is not None: v.dgate, v.dup = v.dgu[0], v.dgu[1]      # else (flash-tc) views of gu_rows, below
+        dqkv = v.dqkv
+        dqk = w["dqk"] if cfg.qk_norm else dqkv                    # where attention's backward writes dq, dk
+        if dqkv is not None:                                       # else (flash-tc without QK-norm) views of qkv_rows, below
+            v.__dict__.update(dq=dqk[0].reshape(B, T, H, hd), dk=dqk[1].reshape(B, T, H, hd), dv=dqkv[2].reshape(B, T, H, hd),
+                              dq3=dqk[0].reshape(N, H, hd), dk3=dqk[1].reshape(N, H, hd))
         if cfg.qk_norm:
             v.dq_rows, v.dk_rows = dqk[0].reshape(N * H, hd), dqk[1].reshape(N * H, hd)
             v.dq_pre, v.dk_pre = dqkv[0].reshape(N * H, hd), dqkv[1].reshape(N * H, hd)
