@@ -2,7 +2,7 @@
 path of a contiguous array and the divided path of strided views) and the cuBLAS providers' bias start
 (`mint.cublas.bias_rows_kernel` in the simulator; on a GPU cuBLASLt's bias epilogue through `launch_gemm` with a bias, and with a residual), RoPE against its reference, rope_bf16 (RoPE then bf16 in one launch) bit for bit against RoPE's kernel then to_bf16, to_bf16 (two elements a thread where the size is even and aligned) bit for bit, and bias_grad (row parts, then their sum) against a float64 sum, each also timed (ms, the median of 20 launches);
 to_bf16_and_bias_grad (one read of dy) against the two, RMSNorm and SwiGLU straight to bf16 against the float32 kernels
-then to_bf16, and SwiGLU's and RoPE's one-pass bf16 backward (swiglu_backward_bf16, rope_backward_bf16) against their steps, bit for bit;
+then to_bf16, and SwiGLU's one-pass bf16 backward (swiglu_backward_bf16) against its steps, bit for bit;
 then a bf16 + flash-tc model step on the device (each bf16 GEMM provider) against the NumPy emulation, and its --recompute
 gradients bit for bit (but the embedding's, whose backward adds with atomics: chapter 27).
 
@@ -121,19 +121,6 @@ swiglu_backward_bf16(dh2, gate_v, up_v, g16f, dbf)                          # on
 swiglu_backward(dh2, gate_v, up_v, dgate=t32[:, :F2], dup=t32[:, F2:]); to_bf16_and_bias_grad(t32, g16u, dbu)   # the steps
 check("swiglu_backward_bf16: dgu16 = steps", g16f.copy_to_host(), g16u.copy_to_host(), ms(lambda: swiglu_backward_bf16(dh2, gate_v, up_v, g16f, dbf)))
 check("swiglu_backward_bf16: db = steps", dbf.copy_to_host().view(np.uint32), dbu.copy_to_host().view(np.uint32), 0.0)
-from mint.flash_tc import rope_backward_bf16               # noqa: E402
-from mint.rope import rope_backward                        # noqa: E402
-rows = rng.standard_normal((N, 3 * d)).astype(np.float32)                 # attention's gradient rows: dq | dk | dv
-drows, urows = cuda.to_device(rows), cuda.to_device(rows)
-r16f, r16u = cuda.device_array((N, 3 * d), np.uint16), cuda.device_array((N, 3 * d), np.uint16)
-rbf, rbu = cuda.device_array(3 * d, np.float32), cuda.device_array(3 * d, np.float32)
-rope_backward_bf16(drows, dpos, 64, r16f, rbf)
-u4 = urows.reshape(N, 3, H, 64)
-for x in (u4[:, 0], u4[:, 1]): rope_backward(x, dpos, out=x)
-to_bf16_and_bias_grad(urows, r16u, rbu)
-check("rope_backward_bf16: db = steps", rbf.copy_to_host().view(np.uint32), rbu.copy_to_host().view(np.uint32), 0.0)
-check("rope_backward_bf16: dy16 = steps", r16f.copy_to_host(), r16u.copy_to_host(),   # timed last: the unfused steps (the
-      ms(lambda: rope_backward_bf16(drows, dpos, 64, r16f, rbf)))                      # simulator's N) turn the rows in place
 # The model step that uses them: bf16 + flash-tc (rope_bf16, bf16 q/k/v/o), the device against the NumPy emulation, and
 # --recompute's gradients against the step without it, bit for bit on the device
 from mint.core import ModelConfig                           # noqa: E402

@@ -26,7 +26,7 @@
 #   GS: the GEMM split (issue 21 item 9) — chapter 20 (training's GEMM, mint.gemm) under nbdev-test on the GPU, every rung of
 #      mint.gemm_ladder checked at 301x257x263, and the bench scripts that import both (gemm_ladder.py, gemm_profile.py)
 #   Z: flash-tc on bf16 q, k, v (rope_bf16): glue_check (+ the model step), the d768 bf16 profiles; ZB=1 adds bench_scale d768
-#   P: d768 bf16 after staging the next batch during each step and the fused SwiGLU and RoPE backward: glue_check, step_gaps,
+#   P: d768 bf16 after staging the next batch during each step and the fused SwiGLU backward: glue_check, step_gaps,
 #      profile, bench_scale
 #   SC: bench_scale alone (SC_CONFIGS, SC_GEMMS, SC_S), PyTorch bf16 + compile first
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
@@ -213,7 +213,7 @@ elif [ "$PART" = Z ]; then
 elif [ "$PART" = P ]; then
   # P: the d768 bf16 step with the next batch staged during each step and SwiGLU's backward fused with the rounding:
   #    step_gaps (host vs GPU time), the kernel profile, bench_scale d768 against PyTorch bf16 + compile (+ recompute)
-  #    (glue_check first: the one-pass SwiGLU and RoPE backward kernels bit for bit against their steps, the model step)
+  #    (glue_check first: the one-pass SwiGLU backward kernel bit for bit against their steps, the model step)
   L=/tmp/plogs; mkdir -p $L
   ( time timeout 150 python3 bench/glue_check.py ) > $L/glue_check.log 2>&1; echo "glue rc $? at ${SECONDS}s"; grep -i "backward_bf16\|model step\|glue check" $L/glue_check.log | cut -c1-160
   ( time timeout 110 python3 bench/step_gaps.py --steps 10 ) > $L/step_gaps.log 2>&1; echo "step_gaps rc $? at ${SECONDS}s"; grep -A1 "^d768" $L/step_gaps.log

@@ -9,18 +9,16 @@ import functools, math, os
 import numpy as np
 import ml_dtypes
 from numba import cuda, types, float32, float64
-from .kernels import launch, check_args, copy, grid1d, column_block, block_sum_y, COL_BX, COL_SLOTS
-from .rope import rope_forward, rope_backward, rope_freqs_device
-from .matmul import bias_grad_kernel, bias_grad_parts, _bias_parts
-from .precision import bf16_round, f32_bits, to_bf16_ref, to_bf16, bf16_pair, to_bf16_and_bias_grad, _contiguous, _ptr as _addr
+from .kernels import launch, check_args, copy, grid1d
+from .rope import rope_forward, rope_freqs_device
+from .precision import bf16_round, f32_bits, to_bf16_ref
 from .attention import MASK_VALUE
 from .flash_attention import tile_mask
 
 # %% auto #0
 __all__ = ['LOG2E', 'LN2', 'HEAD_DIMS', 'FLASH_TC_CU', 'MAX_REGISTERS', 'QKV_DTYPES', 'bf16_bits', 'bf16_value', 'tc_tiles',
            'flash_tc_forward_emu', 'flash_tc_backward_emu', 'tc_source', 'make_tc_kernels', 'flash_tc_forward',
-           'flash_tc_backward', 'attention_provider', 'rope_bf16_kernel', 'rope_bf16',
-           'rope_back_round_bias_part_kernel', 'rope_backward_bf16']
+           'flash_tc_backward', 'attention_provider', 'rope_bf16_kernel', 'rope_bf16']
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #d3d3c636
 LOG2E, LN2 = 1.4426950408889634, 0.6931471805599453
@@ -725,68 +723,3 @@ def rope_bf16(q, k, v, pos, out=None):
     if out is None: out = cuda.device_array((3, *sh), np.uint16)
     if q.size: rope_bf16_kernel[grid1d(N * (hd // 2))](q, k, v, pos, rope_freqs_device(hd), out)
     return out
-
-# %% ../nbs/26_flash_tensor_cores.ipynb #45602e49
-@cuda.jit(cache=True)
-def rope_back_round_bias_part_kernel(rows, pos, inv_freq, hd, part, dy16x2):
-    "`rope_kernel` (sign -1) on the dq, dk columns of rows [N, 3d] (dq | dk | dv, heads of hd), then `round_bias_part_kernel`, in one pass: for column pairs (2c, 2c+1), the bf16 bits of the rotated values (`dy16x2`: uint32 view [N, 3d/2]) and each row part's column sums into `part` [P, 3d], in the same order. A pair's RoPE partners are the pair hd/2 columns away in the same head (hd/2 even: a pair never straddles)."
-    buf = cuda.shared.array(COL_SLOTS, float32)
-    tx = cuda.threadIdx.x
-    ty = cuda.threadIdx.y
-    c = cuda.blockIdx.x * COL_BX + tx                  # the column pair
-    j = 2 * c
-    half = hd // 2
-    rot = j < 2 * (rows.shape[1] // 3)                 # dq and dk turn back by -θ; dv does not
-    off = j % hd
-    lo = off < half                                    # the pair holds x[p] (partner x[p + hd/2]), else x[p + hd/2]
-    p = off if lo else off - half
-    w = j + half if lo else j - half
-    nrows = (rows.shape[0] + part.shape[0] - 1) // part.shape[0]
-    r0 = cuda.blockIdx.y * nrows
-    acc0 = float32(0.0)
-    acc1 = float32(0.0)
-    if c < dy16x2.shape[1]:
-        for n in range(r0 + ty, min(r0 + nrows, rows.shape[0]), cuda.blockDim.y):
-            v0 = rows[n, j]
-            v1 = rows[n, j + 1]
-            if rot:                                    # rope_kernel's arithmetic, with a = x[p], b = x[p + hd/2]
-                w0 = rows[n, w]
-                w1 = rows[n, w + 1]
-                t0 = float64(pos[n]) * inv_freq[p]
-                t1 = float64(pos[n]) * inv_freq[p + 1]
-                c0 = float32(math.cos(t0))
-                s0 = float32(-math.sin(t0))
-                c1 = float32(math.cos(t1))
-                s1 = float32(-math.sin(t1))
-                if lo:
-                    v0 = v0 * c0 - w0 * s0
-                    v1 = v1 * c1 - w1 * s1
-                else:
-                    v0 = w0 * s0 + v0 * c0
-                    v1 = w1 * s1 + v1 * c1
-            acc0 += v0
-            acc1 += v1
-            dy16x2[n, c] = bf16_pair(v0, v1)
-    total0 = block_sum_y(buf, acc0)                    # every thread calls both: their barriers wait for the block
-    total1 = block_sum_y(buf, acc1)
-    if ty == 0 and c < dy16x2.shape[1]:
-        part[cuda.blockIdx.y, j] = total0
-        part[cuda.blockIdx.y, j + 1] = total1
-
-# %% ../nbs/26_flash_tensor_cores.ipynb #2e174215
-def rope_backward_bf16(rows, pos, head_dim: int, dy16, db=None):
-    "The q | k | v projection's dy from attention's float32 gradient rows [N, 3d] (flash-tc's layout: dq, dk, dv side by side, heads of `head_dim`): dq, dk turned back by RoPE, all rounded into `dy16` [N, 3d], and with `db` [3d] the column sums. The bits of `rope_backward` on dq, dk (in place) then `to_bf16_and_bias_grad`. Device: one read of the rows (and the parts' sum), `rows` left as they are; NumPy, N <= 1024, hd/2 odd: those steps."
-    dev = check_args("rope_backward_bf16", outs=("dy16", "db"), rows=(rows, ("N", "D3"), np.float32), pos=(pos, ("N",), np.int32),
-                     dy16=(dy16, ("N", "D3"), np.uint16), db=(db, ("D3",), np.float32) if db is not None else None)
-    N, D3 = rows.shape
-    if D3 % (3 * head_dim): raise ValueError(f"rope_backward_bf16: rows must be [N, 3d] with d a multiple of head_dim {head_dim}, got {tuple(rows.shape)}")
-    P = bias_grad_parts(N)
-    if not dev or P <= 1 or head_dim % 4 or not _contiguous(rows) or not _contiguous(dy16) or _addr(dy16) % 4:   # the unfused steps
-        r4 = rows.reshape(N, 3, D3 // (3 * head_dim), head_dim)
-        for x in (r4[:, 0], r4[:, 1]): rope_backward(x, pos, out=x)
-        return to_bf16_and_bias_grad(rows, dy16, db) if db is not None else (to_bf16(rows, out=dy16), None)
-    part = _bias_parts(P, D3)
-    rope_back_round_bias_part_kernel[column_block(D3 // 2, cdiv(N, P), parts=P)](
-        rows, pos, rope_freqs_device(head_dim), np.int32(head_dim), part, dy16.reshape(N * D3).view(np.uint32).reshape(N, D3 // 2))
-    if db is not None: bias_grad_kernel[column_block(D3, P)](part, db)
-    return dy16, db

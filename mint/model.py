@@ -18,7 +18,7 @@ from .rmsnorm import rmsnorm_forward, rmsnorm_backward
 from .swiglu import swiglu_forward, swiglu_backward
 from .attention import attention_forward, attention_backward
 from .flash_attention import attention_cached, cache_write, cache_write_rows, attention_rows, flash_attention_forward, flash_attention_backward
-from .flash_tc import flash_tc_forward, flash_tc_backward, rope_bf16, rope_backward_bf16
+from .flash_tc import flash_tc_forward, flash_tc_backward, rope_bf16
 from .loss import cross_entropy
 from .precision import PRECISIONS, to_bf16, linear_bf16, linear_backward_bf16, rmsnorm_forward_bf16, swiglu_forward_bf16, swiglu_backward_bf16
 
@@ -504,18 +504,13 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig, layer: int = 0) -> None:
         else: flash_attention_backward(v.do4, A.q, A.k, A.v, A.o4, A.lse, seg, dq=v.dq, dk=v.dk, dv=v.dv, scratch=v.dscores)
     else:
         attention_backward(v.do4, A.q, A.k, A.v, A.probs, dq=v.dq, dk=v.dk, dv=v.dv, dscores=v.dscores)
-    if Q is not None and v.direct_qkv:                                         # bf16, dq | dk | dv in the rows: RoPE back,
-        qkv16 = v.dy16[:v.qkv_rows.size].reshape(v.qkv_rows.shape)             # the rounding and db in one pass (chapter 26)
-        rope_backward_bf16(v.qkv_rows, v.pos, cfg.head_dim, qkv16, GL.qkv_b if cfg.attention_bias else None)
-        linear_backward_bf16(None, qkv16, A.a16, Q.qkv_w, dx=v.dn, dw=GL.qkv_w)
-    else:
-        rope_backward(v.dq3, v.pos, out=v.dq3)                                 # rotate back by -θ, in place
-        rope_backward(v.dk3, v.pos, out=v.dk3)
-        if cfg.qk_norm:
-            rmsnorm_backward(v.dq_rows, A.q_pre, L.q_norm, A.rq, dx=v.dq_pre, dg=GL.q_norm)
-            rmsnorm_backward(v.dk_rows, A.k_pre, L.k_norm, A.rk, dx=v.dk_pre, dg=GL.k_norm)
-        if not v.direct_qkv: swap01(v.dqkv, v.qkv_rows3)                       # (3,N,d) -> [N,3d]
-        _linear_back(v, v.qkv_rows, A.a, A.a16, L.qkv_w, getattr(Q, "qkv_w", None), v.dn, GL.qkv_w, GL.qkv_b, cfg.attention_bias)
+    rope_backward(v.dq3, v.pos, out=v.dq3)                                     # rotate back by -θ, in place
+    rope_backward(v.dk3, v.pos, out=v.dk3)
+    if cfg.qk_norm:
+        rmsnorm_backward(v.dq_rows, A.q_pre, L.q_norm, A.rq, dx=v.dq_pre, dg=GL.q_norm)
+        rmsnorm_backward(v.dk_rows, A.k_pre, L.k_norm, A.rk, dx=v.dk_pre, dg=GL.k_norm)
+    if not v.direct_qkv: swap01(v.dqkv, v.qkv_rows3)                           # (3,N,d) -> [N,3d]
+    _linear_back(v, v.qkv_rows, A.a, A.a16, L.qkv_w, getattr(Q, "qkv_w", None), v.dn, GL.qkv_w, GL.qkv_b, cfg.attention_bias)
     rmsnorm_backward(v.dn, A.x, L.ln1, A.r1, dx=v.dx, dg=GL.ln1, residual=v.dh)   # dx for the layer below: dh + J_Attnᵀ dh
 
 # %% ../nbs/12_model.ipynb #c11e7114
