@@ -15,6 +15,10 @@ import argparse, os, statistics, sys, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# OpenBLAS's own default, not mint.core's 12: on 2 cores PyTorch CPU's batch-1 decoding ran at half speed with NumPy's
+# BLAS threads sleeping early (1,467 against ~740 tokens/s at tiny, 2026-12-05), and Mint's did not change (within
+# noise, 2^12 to 2^28), so the peer runs as a PyTorch user's process would. Set it yourself to compare.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "28")
 import benchlib  # noqa: E402  (puts the repo root on sys.path)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

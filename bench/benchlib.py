@@ -12,6 +12,8 @@ if str(ROOT) not in sys.path: sys.path.insert(1, str(ROOT))     # `import mint` 
 # shares with numba; on 2 cores PyTorch CPU was not slower with it (2026-12-01: training within ±20% either way
 # between runs, decoding faster). Recorded in each result's host info.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# mint.core (imported next, before NumPy) also sets OPENBLAS_THREAD_TIMEOUT: NumPy's BLAS threads sleep soon after a
+# product. Both sides run under it; PyTorch CPU's own BLAS threads are OpenMP's.
 
 from mint.counters import cpu_model  # noqa: E402  (the processor's name, as CPU records in the chapters give it)
 
@@ -56,6 +58,7 @@ def host_info(device: str = "cpu") -> dict:
         pass
     info["blas"] = blas_threads()
     info["omp_wait_policy"] = os.environ.get("OMP_WAIT_POLICY")
+    info["openblas_thread_timeout"] = os.environ.get("OPENBLAS_THREAD_TIMEOUT")     # mint.core's default, or the caller's
     if hasattr(os, "getloadavg"): info["loadavg_1_5_15"] = [round(x, 2) for x in os.getloadavg()]   # other work on the host skews timings
     info["device"] = info.get("gpu") if device == "cuda" else f"{info['cpu']} ({info['cpus_usable']} cores)"
     return info

@@ -5,6 +5,11 @@
 # %% ../nbs/00_core.ipynb #7e928368
 from __future__ import annotations
 import os, sys, random, dataclasses, json
+# NumPy's OpenBLAS threads keep spinning for a long while after each product (OpenBLAS's default timeout is 2^28 cycles)
+# and take the cores that numba's parallel loops need next: the other half of the OMP_WAIT_POLICY note below. On 2 cores
+# the medium training step ran 12-18% faster with them asleep after 2^12 cycles (bench/README.md). OpenBLAS reads it when
+# it loads, with NumPy: it takes effect where mint is imported first; set OPENBLAS_THREAD_TIMEOUT yourself to override.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "12")
 from dataclasses import dataclass, asdict, field
 import numpy as np
 
