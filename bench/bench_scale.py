@@ -31,8 +31,8 @@ import benchlib  # noqa: E402  (puts the repo root on sys.path)
 import numpy as np  # noqa: E402
 from mint.core import ModelConfig, preset, mfu  # noqa: E402
 from mint.model import init_params, n_params, flops_per_token  # noqa: E402
-from mint.train import TrainConfig, CpuEngine, Lookahead  # noqa: E402
-from bench_train_step import make_batches, LR, MAX_NORM, PD_VOCAB  # noqa: E402
+from mint.train import TrainConfig, CpuEngine  # noqa: E402
+from bench_train_step import make_batches, staged_steps, LR, MAX_NORM, PD_VOCAB  # noqa: E402
 
 CONFIGS = {"tiny": dict(preset="tiny"), "medium": dict(preset="medium"), "large": dict(preset="large"),
            "d512": dict(d_model=512, n_heads=8, n_layers=8, max_seq_len=256),
@@ -81,11 +81,7 @@ class MintSide:
         if self.device == "cpu":
             for b in batches:
                 self.t += 1; loss = self.engine.step(b, LR, self.t)
-        else:
-            it = Lookahead(batches)           # the next batch lent to the step, as mint.train.run_training does
-            with self.engine, self.gemm():
-                for b in it:
-                    self.t += 1; loss = self.engine.step(b, LR, self.t, it.peek)
+        else: self.t, loss = staged_steps(self.engine, batches, self.t, self.gemm())
         return time.perf_counter() - t0, loss
 
     def close(self):

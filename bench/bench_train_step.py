@@ -139,12 +139,18 @@ class MintGPU:
 
     def run(self, batches) -> tuple[float, float]:
         t0 = time.perf_counter()
-        it = Lookahead(batches)               # the next batch lent to the step, as mint.train.run_training does
-        with self.engine, self.gemm():
-            for b in it:
-                self.t += 1
-                loss = self.engine.step(b, LR, self.t, it.peek)
+        self.t, loss = staged_steps(self.engine, batches, self.t, self.gemm())
         return time.perf_counter() - t0, loss
+
+
+def staged_steps(engine, batches, t: int, ctx) -> tuple[int, float]:
+    "Training steps over `batches` inside `engine` and `ctx` (a GEMM provider), each lent the next batch as mint.train.run_training does: (the last step number, the last loss)."
+    it, loss = Lookahead(batches), None
+    with engine, ctx:
+        for b in it:
+            t += 1
+            loss = engine.step(b, LR, t, it.peek)
+    return t, loss
 
 
 def set_tf32(on: bool):
