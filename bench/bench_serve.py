@@ -6,9 +6,13 @@ thread — what the server did before). Appends a record to bench/results/serve_
     python bench/bench_serve.py --device cuda --clients 1 4 16 64
 
 The server is the real app (`mint.serve.create_app`: guard, routing, JSON, the batcher) under uvicorn on a free
-127.0.0.1 port, in this process; the clients are threads of a second process sending non-streamed completions with
-httpx (loopback only). A server's clients are never in its process: in this one, 64 client threads' Python would
-compete with the server's for the interpreter lock.
+127.0.0.1 port, in this process; the clients are threads of other processes (`--client-procs`: a quarter of the cores, 1
+to 4; on a 2-core host more processes would only take the server's cores) sending completions with httpx (loopback
+only), whole or, with `--stream`, streamed and read event by event. A server's clients are never in its process: in this one, 64 client threads' Python would compete
+with the server's for the interpreter lock, and in a single other process they are slow enough at 64 to leave the
+batch part empty. Every process starts its clients at the same moment, after each client's first connection, and
+tokens/s is taken from the first request sent to the last reply. `--switch-interval` sets the server process's
+`sys.setswitchinterval` (an experiment knob: how the interpreter lock is handed between its threads).
 Every loop is bounded: each client sends `--requests` requests one after another; `--rounds` sweeps over the client counts
 (alternating their order), and the ratios to one client are taken within each round, so the spread shows how much the
 other work on the host moved them. The model has random weights with
@@ -16,7 +20,7 @@ other work on the host moved them. The model has random weights with
 the same in every row. One warm-up request per server first (compilation, first allocations).
 """
 from __future__ import annotations
-import argparse, os, socket, statistics, sys, threading, time
+import argparse, json, os, socket, statistics, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -61,34 +65,50 @@ class Server:
         self.srv.should_exit = True; self.th.join(30)
 
 
-def load(pool, *args) -> dict:
-    "`clients_load(*args)` in the client process `pool` (a ProcessPoolExecutor of one spawned process)."
-    return pool.submit(clients_load, *args).result()
+def load(pool, procs: int, base: str, clients: int, requests: int, *args) -> dict:
+    """`clients` clients spread over `procs` processes of `pool` (a ProcessPoolExecutor of spawned processes, at most
+    `clients`): tokens/s over the wall time from the first request sent to the last reply, latency percentiles."""
+    procs = max(1, min(procs, clients))
+    start = time.time() + 0.2                          # every process starts its clients at the same moment
+    futs = [pool.submit(clients_load, base, list(range(i, clients, procs)), clients, requests, start, *args) for i in range(procs)]
+    results = [x for f in futs for x in f.result()]
+    wall = max(t1 for _, t1, _ in results) - min(t0 for t0, _, _ in results)
+    lat = sorted(t1 - t0 for t0, t1, _ in results)
+    tokens = sum(n for _, _, n in results)
+    return dict(clients=clients, client_procs=procs, requests=len(results), tokens=tokens, wall_s=round(wall, 3), tokens_per_s=tokens / wall,
+                p50_s=statistics.median(lat), p95_s=lat[min(len(lat) - 1, int(round(0.95 * (len(lat) - 1))))])
 
 
-def clients_load(base: str, clients: int, requests: int, max_tokens: int, prompt_len: int, vocab_size: int, temperature: float = 0.0) -> dict:
-    "`clients` threads, each sending `requests` completions one after another: tokens/s over the wall time, latency percentiles."
+def clients_load(base: str, mine: list, clients: int, requests: int, start: float, max_tokens: int, prompt_len: int, vocab_size: int,
+                 temperature: float = 0.0, stream: bool = False) -> list:
+    "The clients numbered `mine` (of `clients`) as threads, each sending `requests` completions (`stream`: streamed, every event read) one after another from time `start`: `(sent, answered, tokens)` of each (wall-clock seconds)."
     import httpx
     rng = np.random.default_rng(clients)
     prompts = ["".join(chr(0x4E00 + int(i)) for i in rng.integers(0, vocab_size - 6, prompt_len)) for _ in range(clients * requests)]
     def client(c: int):
         out = []
         with httpx.Client(base_url=base, timeout=600) as h:
+            h.get("/health").raise_for_status()          # the connection, before the clock starts
+            time.sleep(max(0.0, start - time.time()))
             for r in range(requests):
-                t0 = time.perf_counter()
-                resp = h.post("/v1/completions", json={"model": "bench", "prompt": prompts[c * requests + r], "max_tokens": max_tokens,
-                                                       "temperature": temperature, "seed": c * requests + r})
-                resp.raise_for_status()
-                out.append((time.perf_counter() - t0, resp.json()["usage"]["completion_tokens"]))
+                body = {"model": "bench", "prompt": prompts[c * requests + r], "max_tokens": max_tokens, "temperature": temperature,
+                        "seed": c * requests + r}
+                t0 = time.time()
+                if not stream:
+                    resp = h.post("/v1/completions", json=body)
+                    resp.raise_for_status()
+                    out.append((t0, time.time(), resp.json()["usage"]["completion_tokens"]))
+                    continue
+                n = None                                 # streamed: every event read, the count from the usage chunk
+                with h.stream("POST", "/v1/completions", json={**body, "stream": True, "stream_options": {"include_usage": True}}) as resp:
+                    resp.raise_for_status()
+                    for line in resp.iter_lines():
+                        if line.startswith("data: {") and '"usage": {' in line: n = json.loads(line[6:])["usage"]["completion_tokens"]
+                if n is None: raise RuntimeError("a streamed reply without its usage chunk")
+                out.append((t0, time.time(), n))
         return out
-    t0 = time.perf_counter()
-    with ThreadPoolExecutor(clients) as ex:
-        results = [x for xs in ex.map(client, range(clients)) for x in xs]
-    wall = time.perf_counter() - t0
-    lat = sorted(x for x, _ in results)
-    tokens = sum(n for _, n in results)
-    return dict(clients=clients, requests=len(results), tokens=tokens, wall_s=round(wall, 3), tokens_per_s=tokens / wall,
-                p50_s=statistics.median(lat), p95_s=lat[min(len(lat) - 1, int(round(0.95 * (len(lat) - 1))))])
+    with ThreadPoolExecutor(len(mine)) as ex:
+        return [x for xs in ex.map(client, mine) for x in xs]
 
 
 def health(base: str) -> dict:
@@ -117,12 +137,17 @@ def main():
     ap.add_argument("--slots", type=int, nargs="+", default=[16, 0], help="batch slots to compare; 0 = a Decoder per request (default: 16 0)")
     ap.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default); > 0: sampled with top-k 50, top-p 0.9, a seed per request")
     ap.add_argument("--rounds", type=int, default=3, help="sweeps over the client counts, in alternating order (default 3)")
+    ap.add_argument("--stream", action="store_true", help="streamed replies (server-sent events, a chunk a token), each read to its end")
+    ap.add_argument("--client-procs", type=int, default=max(1, min(4, (os.cpu_count() or 2) // 4)),
+                    help="processes the client threads are spread over (default: a quarter of the cores, 1 to 4)")
+    ap.add_argument("--switch-interval", type=float, default=None, help="the server process's sys.setswitchinterval in ms (default: Python's, 5)")
     a = ap.parse_args()
+    if a.switch_interval: sys.setswitchinterval(a.switch_interval / 1e3)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from mint.serve import create_app
     P, cfg, voc = model(a.preset)
-    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))    # the clients' process, started once
+    pool = ProcessPoolExecutor(a.client_procs, mp_context=multiprocessing.get_context("spawn"))    # the clients' processes, started once
     load0 = [round(x, 2) for x in os.getloadavg()]
     rows = []                                      # one row per (server, round, clients)
     for slots in a.slots:
@@ -130,11 +155,11 @@ def main():
         srv = Server(create_app(P, cfg, voc, "bench", slots=slots, device=a.device))
         name = f"batched, {slots} slots" if slots else "a Decoder per request"
         try:
-            load(pool, srv.base, 1, 1, a.max_tokens, a.prompt_len, len(voc))    # warm-up
+            load(pool, a.client_procs, srv.base, a.client_procs, 1, a.max_tokens, a.prompt_len, len(voc))    # warm-up: every process
             for k in range(a.rounds):                                           # rounds alternate the order: drift hits all alike
                 for c in (a.clients if k % 2 == 0 else a.clients[::-1]):
                     h0 = health(srv.base)
-                    r = dict(server=name, round=k, **load(pool, srv.base, c, a.requests, a.max_tokens, a.prompt_len, len(voc), a.temperature))
+                    r = dict(server=name, round=k, **load(pool, a.client_procs, srv.base, c, a.requests, a.max_tokens, a.prompt_len, len(voc), a.temperature, a.stream))
                     r.update(split(h0, health(srv.base), r["wall_s"]))
                     rows.append(r)
                     print(f"{name:24s} round {k} {c:3d} clients: {r['tokens_per_s']:8.1f} tokens/s, p50 {r['p50_s']:.2f} s, "
@@ -157,10 +182,11 @@ def main():
                                 p95_s=med([r["p95_s"] for r in rs]), p95_x=med(ps), p95_x_range=f"{min(ps):.1f}–{max(ps):.1f}"))
     host = benchlib.host_info(a.device)
     path = benchlib.record(f"serve_{a.device}", dict(preset=a.preset, max_tokens=a.max_tokens, requests_per_client=a.requests,
-                                                     prompt_len=a.prompt_len, temperature=a.temperature, rounds=a.rounds, host=host, rows=rows, summary=summary,
+                                                     prompt_len=a.prompt_len, temperature=a.temperature, stream=a.stream, rounds=a.rounds, host=host,
+                                                     client_procs=a.client_procs, switch_interval_ms=sys.getswitchinterval() * 1e3, rows=rows, summary=summary,
                                                      loadavg_start=load0, loadavg_end=[round(x, 2) for x in os.getloadavg()],
                                                      blas_threads_env=os.environ.get("OPENBLAS_NUM_THREADS")))
-    print(f"\n{a.preset}, {a.max_tokens} tokens a request ({f'temperature {a.temperature:g}' if a.temperature else 'greedy'}), {a.requests} requests per client, {a.rounds} rounds (medians; "
+    print(f"\n{a.preset}, {a.max_tokens} tokens a request ({f'temperature {a.temperature:g}' if a.temperature else 'greedy'}{', streamed' if a.stream else ''}), {a.requests} requests per client, {a.rounds} rounds (medians; "
           f"ratios to the same round's {a.clients[0]} client(s), their range), on {host['device']}, load average {load0[0]} at the "
           f"start and {os.getloadavg()[0]:.2f} at the end; recorded in {path.relative_to(benchlib.ROOT)}\n")
     print(benchlib.table(summary, [("server", "server", ""), ("clients", "clients", "d"), ("tokens_per_s", "tokens/s", ",.1f"),

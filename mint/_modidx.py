@@ -975,6 +975,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                             'mint.serve._not_applied': ('serve.html#_not_applied', 'mint/serve.py'),
                             'mint.serve._number': ('serve.html#_number', 'mint/serve.py'),
                             'mint.serve._parse_int': ('serve.html#_parse_int', 'mint/serve.py'),
+                            'mint.serve._pump': ('serve.html#_pump', 'mint/serve.py'),
                             'mint.serve._read_body': ('serve.html#_read_body', 'mint/serve.py'),
                             'mint.serve._reply': ('serve.html#_reply', 'mint/serve.py'),
                             'mint.serve._room_for': ('serve.html#_room_for', 'mint/serve.py'),

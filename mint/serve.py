@@ -4,7 +4,7 @@
 
 # %% ../nbs/41_serve.ipynb #ee8c641c
 from __future__ import annotations
-import collections, errno, hashlib, base64, hmac, ipaddress, json, logging, math, queue, re, socket, sys, threading, time, uuid
+import asyncio, collections, errno, hashlib, base64, hmac, ipaddress, json, logging, math, queue, re, socket, sys, threading, time, uuid
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 import numpy as np
@@ -563,6 +563,20 @@ def _stream_error(e: Exception) -> str:
     return "data: " + json.dumps({"error": {"message": "internal error while streaming (the server logged it)", "type": "server_error",
                                              "param": None, "code": None}}) + "\n\n"
 
+def _pump(it, loop, q, stop: threading.Event) -> None:
+    "Run the event generator `it` of one streamed reply in this thread, handing each event to the asyncio queue `q` on `loop` (one cheap wake-up of the loop each, not a worker-thread hop each), then any exception and None; stops when `stop` is set (the client went away)."
+    def put(x) -> bool:
+        try: loop.call_soon_threadsafe(q.put_nowait, x); return True
+        except RuntimeError: stop.set(); return False            # the loop is closed: the server is stopping
+    try:
+        for c in it:
+            if stop.is_set() or not put(c): return
+    except Exception as e: put(e)
+    finally:
+        it.close()                                               # its generators' cleanup: the batch slot freed
+        put(None)
+
+
 # %% ../nbs/41_serve.ipynb #303006a8
 def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: Sampling):
     "A coroutine giving the reply to one request for `ids`: the whole JSON response, or with `s.stream` the `StreamingResponse` of `_events` (a client that goes away frees its batch slot at once)."
@@ -586,11 +600,15 @@ def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: S
     async def chunks():
         it = _events(params, cfg, tok, ids, s, rng, batcher, stop, chat,
                      {"id": rid, "object": obj + (".chunk" if chat else ""), "created": now, "model": model_id}, choice, usage)
+        loop, q = asyncio.get_running_loop(), asyncio.Queue()
+        threading.Thread(target=_pump, args=(it, loop, q, stop), name="mint-stream", daemon=True).start()
         try:
-            while (c := await run_in_threadpool(next, it, None)) is not None: yield c
-        except Exception as e:                           # after the headers: the status is sent, so the stream says it
-            yield _stream_error(e)
-            yield "data: [DONE]\n\n"
+            while (c := await q.get()) is not None:
+                if isinstance(c, Exception):            # after the headers: the status is sent, so the stream says it
+                    yield _stream_error(c)
+                    yield "data: [DONE]\n\n"
+                    break
+                yield c
         finally: stop.set()                              # the end, or Starlette cancelling us when the client disconnects
     async def streamed(): return StreamingResponse(chunks(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
     return streamed()
