@@ -8,7 +8,8 @@ prints tokens/s, MFU against the dense peak of the unit each path uses, and peak
 
 Configs (vocabulary 4130, People's Daily's): medium, large (the presets), d512 (8 heads, 8 layers, seq 256), d768
 (12 heads, 12 layers, seq 512), d1024 (32 heads, 18 layers, seq 512, Mint with --recompute); batch 32. --recompute-too
-adds Mint bf16 with --recompute beside the same path without it (its peak memory is the point).
+[block] [mlp] adds Mint bf16 with --recompute (block) and/or --recompute mlp beside the same path without it (their
+peak memory is the point).
 Paths (GPU): Mint fp32 with its hand GEMM, Mint fp32 with cuBLAS TF32, Mint bf16 with each provider of
 --bf16-gemm that this checkout has (a provider in mint.gemm.BF16_PROVIDERS multiplies bf16 itself; any other gets
 the exact fallback: operands widened to float32, then that provider's GEMM — with cublas-tf32 the products are still
@@ -56,7 +57,7 @@ class MintSide:
         if gemm not in GEMM_PROVIDERS: raise LookupError(f"GEMM provider {gemm!r} is not in this checkout ({', '.join(GEMM_PROVIDERS)})")
         self.unit = gemm_unit(gemm)                      # the unit its GEMMs run on: the peak its MFU divides by, as the report's
         how = "" if precision == "fp32" or gemm in BF16_PROVIDERS else " (widened)"
-        self.name = (f"Mint {precision}, GEMM {gemm}{how}" if device == "cuda" else f"Mint {precision} (NumPy{' emulation' if precision == 'bf16' else ''})") + (", recompute" if recompute else "")
+        self.name = (f"Mint {precision}, GEMM {gemm}{how}" if device == "cuda" else f"Mint {precision} (NumPy{' emulation' if precision == 'bf16' else ''})") + ({"mlp": ", recompute mlp"}.get(recompute, ", recompute") if recompute else "")
         self.precision, self.device = precision, device
         tcfg = TrainConfig(batch_size=B, seq_len=T, lr=LR, max_grad_norm=MAX_NORM, precision=precision, recompute=recompute,
                            attention="flash" if device == "cuda" else "unfused")
@@ -153,8 +154,10 @@ def sides_of(cfg, rc, args):
     if "bf16" in args.mint:
         for i, g in enumerate(args.bf16_gemm):
             out.append((f"mint bf16 {g}", lambda p, B, T, g=g: MintSide(cfg, p, B, T, "cuda", "bf16", g, rc)))
-            if i == 0 and args.recompute_too and not rc:           # the memory lever, beside the same path without it
-                out.append((f"mint bf16 {g} recompute", lambda p, B, T, g=g: MintSide(cfg, p, B, T, "cuda", "bf16", g, True)))
+            modes = [] if args.recompute_too is None or i or rc else args.recompute_too or ["block"]   # given alone: block
+            for mode in modes:                                      # the memory levers, beside the same path without them
+                out.append((f"mint bf16 {g} recompute" + ("-mlp" if mode == "mlp" else ""),
+                            lambda p, B, T, g=g, mode=mode: MintSide(cfg, p, B, T, "cuda", "bf16", g, mode)))
     peer = [(f"torch {m}", lambda p, B, T, m=m: TorchSide(cfg, p, "cuda", m)) for m in args.torch]
     return peer + out if args.peer_first else out + peer
 
@@ -221,7 +224,8 @@ def rows_of(runs) -> list[dict]:
     for r in runs:
         best = max((v["tokens_per_s"] for k, v in r["results"].items() if k.startswith("torch") and "tokens_per_s" in v), default=None)
         for k, v in r["results"].items():
-            row = dict(config=r["config"] + (" (recompute)" if (r["recompute"] or k.endswith(" recompute")) and k.startswith("mint") else ""),
+            row = dict(config=r["config"] + (" (recompute mlp)" if k.endswith(" recompute-mlp") else
+                                             " (recompute)" if (r["recompute"] or k.endswith(" recompute")) and k.startswith("mint") else ""),
                        params=r["n_params"], path=v.get("name", k), unit=v.get("unit"))
             if "tokens_per_s" in v:
                 row.update(tps=v["tokens_per_s"], ms=v["step_ms"], mfu=None if v["mfu"] is None else 100 * v["mfu"],
@@ -240,8 +244,9 @@ def main(argv=None):
                     help="Mint's paths: fp32 hand GEMM, fp32 cuBLAS TF32, bf16 with each --bf16-gemm provider")
     ap.add_argument("--bf16-gemm", nargs="+", default=["cublas-bf16", "tc", "cublas-tf32"],
                     help="GEMM providers for Mint bf16 (those missing from this checkout are recorded as missing)")
-    ap.add_argument("--recompute-too", action="store_true",
-                    help="also run Mint bf16 with the first --bf16-gemm provider and --recompute (configs that do not recompute already)")
+    ap.add_argument("--recompute-too", nargs="*", choices=["block", "mlp"], default=None, metavar="MODE",
+                    help="also run Mint bf16 with the first --bf16-gemm provider and --recompute MODE (block, mlp; given alone: block), "
+                         "for configs that do not recompute already")
     ap.add_argument("--torch", nargs="+", default=["fp32", "tf32", "compile", "bf16"], choices=["fp32", "tf32", "compile", "bf16"])
     ap.add_argument("--peer-first", action="store_true", help="run PyTorch's paths before Mint's (a --budget-s cut then keeps the peer; "
                     "the first losses are checked against PyTorch's first path instead of Mint fp32's)")

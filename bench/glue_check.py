@@ -122,7 +122,7 @@ swiglu_backward(dh2, gate_v, up_v, dgate=t32[:, :F2], dup=t32[:, F2:]); to_bf16_
 check("swiglu_backward_bf16: dgu16 = steps", g16f.copy_to_host(), g16u.copy_to_host(), ms(lambda: swiglu_backward_bf16(dh2, gate_v, up_v, g16f, dbf)))
 check("swiglu_backward_bf16: db = steps", dbf.copy_to_host().view(np.uint32), dbu.copy_to_host().view(np.uint32), 0.0)
 # The model step that uses them: bf16 + flash-tc (rope_bf16, bf16 q/k/v/o), the device against the NumPy emulation, and
-# --recompute's gradients against the step without it, bit for bit on the device
+# --recompute's gradients (block and mlp) against the step without it, bit for bit on the device
 from mint.core import ModelConfig                           # noqa: E402
 from mint.model import Workspace, init_params, views, loss_forward, backward   # noqa: E402
 from mint.gpu_train import device_workspace                # noqa: E402
@@ -144,12 +144,12 @@ for prov in ["mint"] if simulator_enabled() else ["mint", "cublas-bf16", "tc"]:
     with gemm_provider(prov):
         Wd = views(cuda.to_device(pm), cm)
         runs = [step(device_workspace(cm, Bm, Tm, attention="flash-tc", precision="bf16", recompute=r), Wd,
-                     cuda.to_device(np.zeros_like(pm))) for r in (False, True)]
+                     cuda.to_device(np.zeros_like(pm))) for r in (False, True, "mlp")]
     rel = float(np.linalg.norm(runs[0][1] - gh) / np.linalg.norm(gh))
-    same = np.array_equal(rest(runs[0][1]), rest(runs[1][1])) and runs[0][0] == runs[1][0]
+    same = all(np.array_equal(rest(runs[0][1]), rest(r[1])) and runs[0][0] == r[0] for r in runs[1:])
     ok &= abs(runs[0][0] - lh) < 1e-3 and rel < 1e-2 and same
     print(f"{f'model step, bf16 + flash-tc, {prov}':34s} loss device {runs[0][0]:.6f} NumPy {lh:.6f}; grads rel diff {rel:.1e}; "
-          f"--recompute: loss and non-embedding gradients the same bits {same}, embedding gradient rel diff "
+          f"--recompute block and mlp: loss and non-embedding gradients the same bits {same}, embedding gradient rel diff "
           f"{np.linalg.norm(runs[1][1][emb] - runs[0][1][emb]) / np.linalg.norm(runs[0][1][emb]):.1e}", flush=True)
 print("glue check", "passed" if ok else "FAILED")
 sys.exit(0 if ok else 1)

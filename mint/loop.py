@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from fastcore.basics import patch
 from .core import ModelConfig
-from .model import Workspace, ATTENTION, loss_forward, backward, n_params, views, workspace_bytes
+from .model import Workspace, ATTENTION, loss_forward, backward, n_params, views, workspace_bytes, recompute_mode
 from .precision import PRECISIONS
 from .muon import OPTIMIZERS, optimizer_step
 from .optim import AdamConfig, adam_step, grad_sumsq, lr_at, warmup_steps
@@ -37,12 +37,15 @@ class TrainConfig:
     attention: str = "auto"             # "unfused" (probabilities kept), "flash" (fused kernels, log-sum-exp kept), or
                                         # "auto": unfused on the CPU (NumPy), flash on a GPU (measured faster there)
     precision: str = "fp32"             # "bf16": bf16 GEMM operands, fp32 accumulate, masters and the rest fp32 (mint.precision)
-    recompute: bool = False             # keep one block input per layer, recompute the block in the backward (less memory)
+    recompute: bool | str = False       # "block" (or True): keep one block input per layer, recompute the block in the
+                                        # backward; "mlp": recompute only each MLP's gate|up and SwiGLU (chapter 27)
     optimizer: str = "adam"             # "adam": AdamW on every parameter; "muon": Muon for the layers' matrices, AdamW for the rest (mint.muon)
     def __post_init__(self):
         if self.attention not in ("auto", *ATTENTION): raise ValueError(f"TrainConfig.attention must be auto or one of {ATTENTION}, got {self.attention!r}")
         if self.precision not in PRECISIONS: raise ValueError(f"TrainConfig.precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.optimizer not in OPTIMIZERS: raise ValueError(f"TrainConfig.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        try: recompute_mode(self.recompute)
+        except ValueError as e: raise ValueError(f"TrainConfig.{e}") from None
         for k in ("steps", "batch_size", "eval_every", "eval_batches"):
             v = getattr(self, k)
             if v is not None and int(v) <= 0: raise ValueError(f"TrainConfig.{k} must be > 0, got {v}")

@@ -23,10 +23,11 @@ from .loss import cross_entropy
 from .precision import PRECISIONS, to_bf16, linear_bf16, linear_backward_bf16, rmsnorm_forward_bf16, swiglu_forward_bf16, swiglu_backward_bf16
 
 # %% auto #0
-__all__ = ['ATTENTION', 'INT32_MAX', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views', 'flops_per_token',
-           'init_params', 'workspace_shapes', 'workspace_bytes', 'check_int32', 'Workspace', 'KVCache',
-           'attention_rows_cpu', 'RowsKV', 'layer_forward', 'forward', 'loss_forward', 'layer_backward', 'backward',
-           'loss_and_grads', 'logits_of', 'attention_maps', 'plot_attention', 'attention_widget']
+__all__ = ['ATTENTION', 'RECOMPUTE', 'INT32_MAX', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views',
+           'flops_per_token', 'init_params', 'workspace_shapes', 'recompute_mode', 'workspace_bytes', 'check_int32',
+           'Workspace', 'KVCache', 'attention_rows_cpu', 'RowsKV', 'layer_forward', 'mlp_in', 'forward', 'loss_forward',
+           'layer_backward', 'backward', 'loss_and_grads', 'logits_of', 'attention_maps', 'plot_attention',
+           'attention_widget']
 
 # %% ../nbs/12_model.ipynb #f138c71f
 def param_specs(cfg: ModelConfig) -> list[tuple[str, tuple]]:
@@ -124,7 +125,7 @@ ATTENTION = ("unfused", "flash", "flash-tc")   # flash-tc: the bf16 tensor-core 
 
 def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: bool = True,
                      attention: str = "unfused", precision: str = "fp32", recompute: bool = False) -> dict[str, tuple[tuple, str]]:
-    "`name -> (shape, kind)` of every buffer of one step for `batch_size × seq_len` tokens; kind 'f' is the workspace's float dtype, 'i' int32; per-layer names end in `.l`. `attention='flash'` keeps a log-sum-exp per row instead of the probabilities; 'flash-tc' keeps q, k, v as bf16 (`qkv16.l`), so the float32 rows (`qkv.0`, unless QK-norm's backward needs them) and, with bf16, o (`o.0`, which flash-tc writes as `o16.l`) are one buffer for every layer; `precision='bf16'`: GEMM inputs stored as bf16 bits (kind 'h', uint16) and a bf16 copy of the weights (`w16`); `recompute`: one set of block activations for all layers (only `x.l` per layer)."
+    "`name -> (shape, kind)` of every buffer of one step for `batch_size × seq_len` tokens; kind 'f' is the workspace's float dtype, 'i' int32; per-layer names end in `.l`. `attention='flash'` keeps a log-sum-exp per row instead of the probabilities; 'flash-tc' keeps q, k, v as bf16 (`qkv16.l`), so the float32 rows (`qkv.0`, unless QK-norm's backward needs them) and, with bf16, o (`o.0`, which flash-tc writes as `o16.l`) are one buffer for every layer; `precision='bf16'`: GEMM inputs stored as bf16 bits (kind 'h', uint16) and a bf16 copy of the weights (`w16`); `recompute` 'block' (or True): one set of block activations for all layers (only `x.l` per layer); 'mlp': one set of the MLP's gate|up and SwiGLU output (`gu.0`, `m.0`) for all layers, the rest per layer."
     if attention not in ATTENTION: raise ValueError(f"attention must be one of {ATTENTION}, got {attention!r}")
     if precision not in PRECISIONS: raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     g = "h" if precision == "bf16" else "f"                            # GEMM inputs: bf16 bits, or the float dtype
@@ -133,9 +134,10 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
     one_qkv, one_o = tc and not cfg.qk_norm, tc and g == "h"      # read once, straight after they are written
     s = {"ids": ((N,), "i"), "targets": ((N,), "i"), "loss_mask": ((N,), "f"), "pos": ((N,), "i"), "seg": ((B, T), "i")}
     for l in range(L + 1): s[f"x.{l}"] = ((N, d), "f")              # residual stream entering layer l (x.L: the last)
-    for l in range(1 if recompute and training else L):          # --recompute: layer 0's set serves every layer
-        s.update({f"a.{l}": ((N, d), g), f"r1.{l}": ((N,), "f"), f"h.{l}": ((N, d), "f"), f"b.{l}": ((N, d), g),
-                  f"r2.{l}": ((N,), "f"), f"gu.{l}": ((2, N, F), "f"), f"m.{l}": ((N, F), g)})
+    mode = recompute_mode(recompute) if training else "off"
+    for l in range(1 if mode == "block" else L):                 # --recompute block: layer 0's set serves every layer
+        s.update({f"a.{l}": ((N, d), g), f"r1.{l}": ((N,), "f"), f"h.{l}": ((N, d), "f"), f"b.{l}": ((N, d), g), f"r2.{l}": ((N,), "f")})
+        if l == 0 or mode != "mlp": s.update({f"gu.{l}": ((2, N, F), "f"), f"m.{l}": ((N, F), g)})   # --recompute mlp: one for all
         if l == 0 or not one_qkv: s[f"qkv.{l}"] = ((3, N, d), "f")
         if l == 0 or not one_o: s[f"o.{l}"] = ((N, d), "f")
         if tc: s[f"qkv16.{l}"] = ((3, N, d), "h")                   # RoPE'd q, k and v as bf16 (mint.flash_tc.rope_bf16)
@@ -155,6 +157,15 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
         if not one_qkv: s["dqkv"] = ((3, N, d), "f")
         if cfg.qk_norm: s["dqk"] = ((2, N, d), "f")
     return s
+
+# %% ../nbs/12_model.ipynb #308c0453
+RECOMPUTE = ("off", "block", "mlp")            # what the backward recomputes (chapter 27); True means "block"
+
+def recompute_mode(recompute) -> str:
+    "'off', 'block' or 'mlp' from a `recompute` setting (False/None: 'off', True: 'block'); ValueError naming the choices otherwise."
+    mode = "block" if recompute is True else "off" if recompute is False or recompute is None else recompute
+    if mode not in RECOMPUTE: raise ValueError(f"recompute must be one of {RECOMPUTE} (or True/False), got {recompute!r}")
+    return mode
 
 # %% ../nbs/12_model.ipynb #918ae075
 def workspace_bytes(cfg: ModelConfig, batch_size: int, seq_len: int, dtype=np.float32, training: bool = True,
@@ -192,7 +203,8 @@ def _direct_views(A, qkv, gu, cfg: ModelConfig, B: int, T: int, grads: bool = Fa
 def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int, direct: bool = False) -> SimpleNamespace:
     N, d, H, hd = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim
     x, out, l = w[f"x.{l}"], w[f"x.{l + 1}"], l if f"r1.{l}" in w else 0    # --recompute: layer 0's buffers, own x
-    qkv, gu, o = w.get(f"qkv.{l}", w["qkv.0"]), w[f"gu.{l}"], w.get(f"o.{l}", w["o.0"])
+    qkv, gu, o = w.get(f"qkv.{l}", w["qkv.0"]), w.get(f"gu.{l}", w["gu.0"]), w.get(f"o.{l}", w["o.0"])
+    m = w.get(f"m.{l}", w["m.0"])                                  # --recompute mlp: gu.0 and m.0 serve every layer
     qk = w[f"qkn.{l}"] if cfg.qk_norm else qkv                     # where attention reads q and k (RoPE'd in place)
     bf = "w16" in w                                                # bf16: a, b, m are fp32 scratch, rounded into a16, b16, m16
     A = SimpleNamespace(x=x, out=out, a=w["n32"] if bf else w[f"a.{l}"], r1=w[f"r1.{l}"], qkv=qkv,
@@ -200,8 +212,8 @@ def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int, direct: bool
                         q3=qk[0].reshape(N, H, hd), k3=qk[1].reshape(N, H, hd),
                         v3=qkv[2].reshape(N, H, hd), probs=w.get(f"probs.{l}"), lse=w.get(f"lse.{l}"), o=o, o4=o.reshape(B, T, H, hd),
                         h=w[f"h.{l}"], b=w["n32"] if bf else w[f"b.{l}"], r2=w[f"r2.{l}"], gu=gu, gate=gu[0], up=gu[1],
-                        m=w["m32"] if bf else w[f"m.{l}"], a16=w[f"a.{l}"] if bf else None, b16=w[f"b.{l}"] if bf else None,
-                        m16=w[f"m.{l}"] if bf else None, o16=w.get(f"o16.{l}"), qkv16=w.get(f"qkv16.{l}"))
+                        m=w["m32"] if bf else m, a16=w[f"a.{l}"] if bf else None, b16=w[f"b.{l}"] if bf else None,
+                        m16=m if bf else None, o16=w.get(f"o16.{l}"), qkv16=w.get(f"qkv16.{l}"))
     if A.qkv16 is not None:                                        # flash-tc: its bf16 operands (and bf16 o)
         A.qkv16 = A.qkv16.reshape(3, N, H, hd)
         A.q16, A.k16, A.v16 = (A.qkv16[i].reshape(B, T, H, hd) for i in range(3))
@@ -227,7 +239,7 @@ def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attenti
                         layers=[_layer_views(w, cfg, l, B, T, direct) for l in range(cfg.n_layers)],
                         hf=w["hf"], rf=w["rf"], logits=w["logits"], qkv_rows=w["qkv_rows"],
                         qkv_rows3=w["qkv_rows"].reshape(N, 3, d), gu_rows=w["gu_rows"], gu_rows3=w["gu_rows"].reshape(N, 2, F),
-                        recompute=recompute and training, w16=w.get("w16"), W16=views(w["w16"], cfg) if "w16" in w else None,
+                        recompute=recompute_mode(recompute) if training else "off", w16=w.get("w16"), W16=views(w["w16"], cfg) if "w16" in w else None,
                         hf16=w.get("hf16"), dy16=w.get("dy16"))
     if training:
         v.__dict__.update(dlogits=w["dlogits"], loss=w["loss"], ce_scratch=w["ce_scratch"],
@@ -457,11 +469,15 @@ def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: i
         attention_forward(A.q, A.k, A.v, seg, out=A.o4, probs=A.probs)
     _linear(None if tc and A.o16 is not None else A.o, A.o16, L.o_w, getattr(Q, "o_w", None), L.o_b, A.h, A.x)   # h = x + o·Woᵀ (+ b)
     b = _norm(A.h, L.ln2, eps, A.b, A.b16, A.r2)                               # b = RMSNorm₂(h)
-    _linear(b, A.b16, L.gu_w, getattr(Q, "gu_w", None), L.gu_b, A.gu_rows if v.direct_gu else v.gu_rows)  # [N,2F] = b·Wguᵀ (+ b)
-    if not v.direct_gu: swap01(v.gu_rows3, A.gu)                                  # (2,N,F): gate | up
-    m = _swiglu(A.gate, A.up, A.m, A.m16)                                      # m = swish(gate)·up  [N,F]
+    m = mlp_in(L, A, v, Q, b)                                                  # gate | up, m = swish(gate)·up
     if not full: return                                                       # recomputing: the backward reads m, not x'
     _linear(m, A.m16, L.down_w, getattr(Q, "down_w", None), L.down_b, A.out, A.h)   # x' = h + m·Wdᵀ (+ b)
+
+def mlp_in(L, A, v, Q, b):
+    "The MLP up to the down projection: gate | up = b·Wguᵀ (+ b) into `A.gu`, m = swish(gate)·up into `A.m` (and its bf16 copy); `b` None: its bf16 copy `A.b16` holds it (recomputing with bf16 GEMMs). Returns m."
+    _linear(b, A.b16, L.gu_w, getattr(Q, "gu_w", None), L.gu_b, A.gu_rows if v.direct_gu else v.gu_rows)  # [N,2F] = b·Wguᵀ (+ b)
+    if not v.direct_gu: swap01(v.gu_rows3, A.gu)                                  # (2,N,F): gate | up
+    return _swiglu(A.gate, A.up, A.m, A.m16)                                   # m = swish(gate)·up  [N,F]
 
 # %% ../nbs/12_model.ipynb #600863b6
 def forward(W, cfg: ModelConfig, v, kv: KVCache | None = None):
@@ -519,8 +535,11 @@ def backward(W, G, cfg: ModelConfig, v) -> None:
     _linear_back(v, v.dlogits, v.hf, v.hf16, W.lm_w, getattr(v.W16, "lm_w", None), v.dn, G.lm_w, G.lm_b, cfg.lm_head_bias)
     rmsnorm_backward(v.dn, v.x[-1], W.norm, v.rf, dx=v.dx, dg=G.norm)         # dx: the gradient of the stream
     for l in reversed(range(cfg.n_layers)):
-        if v.recompute and l < cfg.n_layers - 1:                              # rebuild block l's activations from x.l
-            layer_forward(W.layers[l], v.layers[l], v, cfg, layer=l, full=False)   # (the last block's are still there)
+        A = v.layers[l]
+        if v.recompute == "block" and l < cfg.n_layers - 1:                   # rebuild block l's activations from x.l
+            layer_forward(W.layers[l], A, v, cfg, layer=l, full=False)         # (the last block's are still there)
+        elif v.recompute == "mlp" and l < cfg.n_layers - 1:                   # rebuild only gate | up and m, from b
+            mlp_in(W.layers[l], A, v, _w16(v, l), None if v.W16 is not None else A.b)
         layer_backward(W.layers[l], G.layers[l], v.layers[l], v, cfg, l)
     embedding_backward(v.ids, v.dx, G.embed, check_ids=False)                  # zeroes G.embed, scatter-adds
 

@@ -58,11 +58,34 @@ def test_bf16_step_close_to_fp32(arch):
 @pytest.mark.parametrize("arch", ["report", "llama", "qwen3"])
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 @pytest.mark.parametrize("attention", ["unfused", "flash"])
-def test_recompute_gradients_bit_identical(arch, precision, attention):
+@pytest.mark.parametrize("mode", [True, "mlp"])
+def test_recompute_gradients_bit_identical(arch, precision, attention, mode):
     cfg = preset("tiny", 47, arch=arch, n_layers=3)
     b = _batch(cfg, 2, 12, packed=attention == "flash")
-    (l0, g0), (l1, g1) = (_grads(cfg, b, precision=precision, attention=attention, recompute=rc) for rc in (False, True))
+    (l0, g0), (l1, g1) = (_grads(cfg, b, precision=precision, attention=attention, recompute=rc) for rc in (False, mode))
     assert l0 == l1 and np.array_equal(g0.view(np.uint32), g1.view(np.uint32))
+
+
+@pytest.mark.parametrize("arch", ["report", "qwen3"])
+def test_recompute_bit_identical_with_flash_tc(arch):
+    "flash-tc (the GEMMs' rows read in place, bf16 q, k, v): both modes give the bits of the run without recompute."
+    cfg = preset("tiny", 47, arch=arch, n_layers=3)
+    b = _batch(cfg, 2, 16)
+    (l0, g0), *rest = (_grads(cfg, b, precision="bf16", attention="flash-tc", recompute=rc) for rc in (False, "block", "mlp"))
+    for l1, g1 in rest: assert l0 == l1 and np.array_equal(g0.view(np.uint32), g1.view(np.uint32))
+
+def test_recompute_modes_keep_what_they_say():
+    from mint.model import workspace_shapes
+    cfg = ModelConfig(vocab_size=4130, d_model=768, n_heads=12, n_layers=12, max_seq_len=512)
+    kept = {m: {k for k in workspace_shapes(cfg, 32, 512, attention="flash-tc", precision="bf16", recompute=m) if k.endswith(".5")}
+            for m in ("off", "block", "mlp")}
+    assert kept["block"] == {"x.5"}
+    assert kept["off"] - kept["mlp"] == {"gu.5", "m.5"}                 # mlp: only gate|up and m are shared by the layers
+    off, block, mlp = (workspace_bytes(cfg, 32, 512, attention="flash-tc", precision="bf16", recompute=m) for m in ("off", "block", "mlp"))
+    assert block < mlp < off and off - mlp == 11 * 32 * 512 * (2 * 4 * cfg.d_ff + 2 * cfg.d_ff)   # fp32 gate|up, bf16 m, 11 layers
+    for bad in ("all", 2):
+        with pytest.raises(ValueError, match="recompute must be one of"):
+            workspace_bytes(cfg, 1, 8, recompute=bad)
 
 
 def test_memory_shrinks_and_training_matches():
@@ -87,7 +110,7 @@ def test_config_and_cli_name_the_switches(capsys):
         Workspace(preset("tiny", 20), 1, 4, precision="half")
     from mint.cli import build_parser
     help_text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
-    assert "--precision {fp32,bf16}" in help_text and "--recompute" in help_text and "bit-identical" in help_text
+    assert "--precision {fp32,bf16}" in help_text and "--recompute [{off,block,mlp}]" in help_text and "bit-identical" in help_text
 
 
 def test_mint_train_bf16_recompute_from_the_cli(tmp_path):
@@ -95,7 +118,7 @@ def test_mint_train_bf16_recompute_from_the_cli(tmp_path):
     from mint.cli import main
     out = tmp_path / "run"
     code = main(["train", "--preset", "tiny", "--steps", "3", "--batch-size", "2", "--eval-every", "3", "--max", "300",
-                 "--precision", "bf16", "--recompute", "--out", str(out), "--no-progress"])
+                 "--precision", "bf16", "--recompute", "mlp", "--out", str(out), "--no-progress"])
     assert code == 0
     assert {str(t.dtype) for t in load_file(out / "best.safetensors").values()} == {"float32"}    # checkpoints stay fp32
 
