@@ -535,12 +535,11 @@ def backward(W, G, cfg: ModelConfig, v) -> None:
     _linear_back(v, v.dlogits, v.hf, v.hf16, W.lm_w, getattr(v.W16, "lm_w", None), v.dn, G.lm_w, G.lm_b, cfg.lm_head_bias)
     rmsnorm_backward(v.dn, v.x[-1], W.norm, v.rf, dx=v.dx, dg=G.norm)         # dx: the gradient of the stream
     for l in reversed(range(cfg.n_layers)):
-        A = v.layers[l]
-        if v.recompute == "block" and l < cfg.n_layers - 1:                   # rebuild block l's activations from x.l
-            layer_forward(W.layers[l], A, v, cfg, layer=l, full=False)         # (the last block's are still there)
-        elif v.recompute == "mlp" and l < cfg.n_layers - 1:                   # rebuild only gate | up and m, from b
-            mlp_in(W.layers[l], A, v, _w16(v, l), None if v.W16 is not None else A.b)
-        layer_backward(W.layers[l], G.layers[l], v.layers[l], v, cfg, l)
+        L, A = W.layers[l], v.layers[l]
+        if l < cfg.n_layers - 1:                                               # the last block's are still there
+            if v.recompute == "block": layer_forward(L, A, v, cfg, layer=l, full=False)   # rebuild block l from x.l
+            elif v.recompute == "mlp": mlp_in(L, A, v, _w16(v, l), None if v.W16 is not None else A.b)   # gate | up, m from b
+        layer_backward(L, G.layers[l], A, v, cfg, l)
     embedding_backward(v.ids, v.dx, G.embed, check_ids=False)                  # zeroes G.embed, scatter-adds
 
 # %% ../nbs/12_model.ipynb #d2f67a75
