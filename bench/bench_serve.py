@@ -12,7 +12,9 @@ only), whole or, with `--stream`, streamed and read event by event. A server's c
 with the server's for the interpreter lock, and in a single other process they are slow enough at 64 to leave the
 batch part empty. Every process starts its clients at the same moment, after each client's first connection, and
 tokens/s is taken from the first request sent to the last reply. `--switch-interval` sets the server process's
-`sys.setswitchinterval` (an experiment knob: how the interpreter lock is handed between its threads).
+`sys.setswitchinterval` (an experiment knob: how the interpreter lock is handed between its threads). The batch decodes
+in a process of its own, as `mint serve` does; `--decode process thread` also measures it in a thread of the server's
+process (before 2026-12-05, the only way), one server after the other.
 Every loop is bounded: each client sends `--requests` requests one after another; `--rounds` sweeps over the client counts
 (alternating their order), and the ratios to one client are taken within each round, so the spread shows how much the
 other work on the host moved them. The model has random weights with
@@ -135,6 +137,8 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=40)
     ap.add_argument("--prompt-len", type=int, default=16)
     ap.add_argument("--slots", type=int, nargs="+", default=[16, 0], help="batch slots to compare; 0 = a Decoder per request (default: 16 0)")
+    ap.add_argument("--decode", nargs="+", choices=["process", "thread"], default=["process"],
+                    help="where the batch decodes: a process of its own (the server's default) and/or a thread of the server's process")
     ap.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default); > 0: sampled with top-k 50, top-p 0.9, a seed per request")
     ap.add_argument("--rounds", type=int, default=3, help="sweeps over the client counts, in alternating order (default 3)")
     ap.add_argument("--stream", action="store_true", help="streamed replies (server-sent events, a chunk a token), each read to its end")
@@ -150,10 +154,11 @@ def main():
     pool = ProcessPoolExecutor(a.client_procs, mp_context=multiprocessing.get_context("spawn"))    # the clients' processes, started once
     load0 = [round(x, 2) for x in os.getloadavg()]
     rows = []                                      # one row per (server, round, clients)
-    for slots in a.slots:
+    servers = [(slots, d) for slots in a.slots for d in (a.decode if slots else ["thread"])]
+    for slots, decode in servers:
         if slots == 0 and a.device == "cuda": continue                 # a Decoder per request is the CPU's old path only
-        srv = Server(create_app(P, cfg, voc, "bench", slots=slots, device=a.device))
-        name = f"batched, {slots} slots" if slots else "a Decoder per request"
+        srv = Server(create_app(P, cfg, voc, "bench", slots=slots, device=a.device, decode_process=decode == "process"))
+        name = (f"batched, {slots} slots" + (", decoding in the server's process" if decode == "thread" else "")) if slots else "a Decoder per request"
         try:
             load(pool, a.client_procs, srv.base, a.client_procs, 1, a.max_tokens, a.prompt_len, len(voc))    # warm-up: every process
             for k in range(a.rounds):                                           # rounds alternate the order: drift hits all alike

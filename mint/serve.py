@@ -4,7 +4,7 @@
 
 # %% ../nbs/41_serve.ipynb #ee8c641c
 from __future__ import annotations
-import asyncio, collections, errno, hashlib, base64, hmac, ipaddress, json, logging, math, queue, re, socket, sys, threading, time, uuid
+import asyncio, collections, contextlib, dataclasses, errno, hashlib, base64, hmac, ipaddress, itertools, json, logging, math, queue, re, signal, socket, sys, threading, time, uuid
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 import numpy as np
@@ -17,8 +17,9 @@ from .tokenizer import TextStream, BPETokenizer
 # %% auto #0
 __all__ = ['MAX_N', 'MAX_SEED', 'MAX_INT', 'MAX_MESSAGES', 'LOCAL_NAMES', 'ANY_ADDRESS', 'MAX_BODY', 'CHAT_PAGE', 'PAGE_CSP',
            'RequestError', 'BigInt', 'Sampling', 'parse_sampling', 'chat_prompt', 'completion_prompt', 'Token',
-           'log_softmax', 'generate_text', 'run_generation', 'pick_tokens', 'Batcher', 'host_name', 'is_loopback',
-           'Guard', 'check_exposure', 'token_bytes', 'parse_body', 'create_app', 'listen', 'serve']
+           'log_softmax', 'generate_text', 'run_generation', 'pick_tokens', 'check_prompt', 'Batcher', 'DecodeProcess',
+           'host_name', 'is_loopback', 'Guard', 'check_exposure', 'token_bytes', 'parse_body', 'create_app', 'listen',
+           'serve']
 
 # %% ../nbs/41_serve.ipynb #56cbafa1
 class RequestError(ValueError):
@@ -301,6 +302,11 @@ def pick_tokens(rs: list) -> list:
     return out
 
 
+# %% ../nbs/41_serve.ipynb #e6d55e5f
+def check_prompt(n: int, cfg: ModelConfig) -> None:
+    "A prompt of `n` tokens must fit the window (`ValueError` if not)."
+    if not 1 <= n <= cfg.max_seq_len: raise ValueError(f"a prompt of {n} tokens; it must have 1 to {cfg.max_seq_len} (the window)")
+
 # %% ../nbs/41_serve.ipynb #6f2d59ff
 class Batcher:
     "Continuous batching over one `BatchDecoder` (`slots` sequences) in a thread of its own; `tokens(...)` is a request's token stream."
@@ -320,13 +326,7 @@ class Batcher:
     def tokens(self, prompt_ids, cap: int, s: Sampling, rng, cancel=None):
         "Yield `(token, logits)` of one request as the batch makes them; closing the iterator early, or setting the `threading.Event` `cancel`, cancels it (its slot is freed at the next step)."
         r = _Request(prompt_ids, cap, s, rng, cancel)           # all of its preparation here, in the request's own thread
-        if not 1 <= len(r.prompt) <= self.dec.cfg.max_seq_len:
-            raise ValueError(f"a prompt of {len(r.prompt)} tokens; it must have 1 to {self.dec.cfg.max_seq_len} (the window)")
-        with self.cv:
-            self.waiting.append(r)
-            if self.thread is None:
-                self.thread = threading.Thread(target=self._loop, name="mint-batcher", daemon=True); self.thread.start()
-            self.cv.notify()
+        self.submit(r)
         try:
             while (item := r.out.get()) is not None:
                 if isinstance(item, BaseException): raise RuntimeError(f"decoding failed: {item!r}") from item
@@ -335,6 +335,14 @@ class Batcher:
         finally:
             r.cancelled = True
             with self.cv: self.cv.notify()
+    def submit(self, r: _Request) -> None:
+        "Queue `r` for the next step; its tokens go to `r.out`."
+        check_prompt(len(r.prompt), self.dec.cfg)
+        with self.cv:
+            self.waiting.append(r)
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._loop, name="mint-batcher", daemon=True); self.thread.start()
+            self.cv.notify()
     def _end(self, r: _Request, why=None):
         if r.seq is not None: self.dec.remove(r.seq); r.seq = None
         if r in self.running: self.running.remove(r)
@@ -376,6 +384,128 @@ class Batcher:
             except Exception as e:                   # a bug of ours: fail this step's requests, keep serving the rest
                 logging.getLogger("mint.serve").exception("batched decoding failed")
                 for r in {id(r): r for r in batch + self.running}.values(): self._end(r, e)
+
+# %% ../nbs/41_serve.ipynb #cfc46454
+class _PipeOut:
+    """A request's `out` in the decoding process: each item goes to `send` as `(rid, kind, x)` — a token `(t, logits)`
+    ("tok"), the tokens held for a reader that waits for all ("held"), or its end ("end": the error that ended it or
+    None, and its generator's state). Plain tuples, dicts and arrays: no class has to be the same on both sides."""
+    def __init__(self, send, rid: int, rng, live: dict): self.send, self.rid, self.rng, self.live = send, rid, rng, live
+    def put(self, item):
+        if item is None or isinstance(item, BaseException):
+            self.live.pop(self.rid, None)
+            return self.send((self.rid, "end", (None if item is None else f"{type(item).__name__}: {item}", self.rng.bit_generator.state)))
+        self.send((self.rid, "held" if isinstance(item, list) else "tok", item))
+
+# %% ../nbs/41_serve.ipynb #4ea03939
+def _decode_main(conn, params, cfg: ModelConfig, slots: int, device: str) -> None:
+    "The decoding process: a `Batcher` fed and cancelled by messages on `conn`; what it sends goes out in batches from a thread of its own. It ends when the pipe closes."
+    signal.signal(signal.SIGINT, signal.SIG_IGN)         # Ctrl-C is the server's: it ends us by closing the pipe
+    out = queue.SimpleQueue()
+    def sender():
+        while True:
+            batch = [out.get()]
+            with contextlib.suppress(queue.Empty):
+                while True: batch.append(out.get_nowait())
+            try: conn.send(batch)
+            except OSError: return
+    try: b = Batcher(params, cfg, slots, device)
+    except Exception as e: return conn.send([("failed", f"{type(e).__name__}: {e}")])
+    conn.send([("ready", b.warm_s)])
+    threading.Thread(target=sender, name="mint-decode-sender", daemon=True).start()
+    live = {}                                            # rid -> running request
+    while True:
+        try: msg = conn.recv()
+        except (EOFError, OSError): return
+        except Exception:                                # a message that does not unpickle (a class unknown here): said, not fatal
+            logging.getLogger("mint.serve").exception("the decoding process could not read a message"); continue
+        if msg[0] == "add":
+            _, rid, prompt, cap, s, rng, eager = msg
+            r = live[rid] = _Request(prompt, cap, Sampling(**s), rng)
+            r.eager, r.out = eager, _PipeOut(out.put, rid, rng, live)
+            try: b.submit(r)
+            except Exception as e: r.out.put(e)
+        elif msg[0] == "cancel" and (r := live.pop(msg[1], None)) is not None:
+            r.cancelled = True
+            with b.cv: b.cv.notify()
+        elif msg[0] == "status": out.put((None, "status", b.status()))
+
+# %% ../nbs/41_serve.ipynb #eff00118
+class DecodeProcess:
+    "A `Batcher` in a process of its own (`_decode_main`), with the `Batcher`'s `tokens` and `status`; `close()` ends it."
+    def __init__(self, params, cfg: ModelConfig, slots: int = 16, device: str = "cpu", start_timeout: float = 900):
+        import multiprocessing
+        from mint import serve                            # the child imports its target by name: the package's, also from a notebook
+        ctx = multiprocessing.get_context("spawn")
+        self.cfg, self.slots, self.dead = cfg, slots, None
+        self.conn, theirs = ctx.Pipe()
+        self.proc = ctx.Process(target=serve._decode_main, args=(theirs, np.asarray(params, np.float32), cfg, slots, device),
+                                name="mint-decode", daemon=True)
+        self.proc.start(); theirs.close()
+        t0 = time.monotonic()
+        while not self.conn.poll(0.1):
+            if not self.proc.is_alive() or time.monotonic() - t0 > start_timeout: break
+        try: (kind, what), = self.conn.recv() if self.conn.poll() else [("failed", "no word from it")]
+        except (EOFError, OSError):                    # spawn re-runs the main script: unguarded, it fails there
+            kind, what = "failed", (f"it exited with code {self.proc.exitcode} (its error is printed above). It is started with "
+                                    "spawn, which imports the main script again: a script must call serve()/create_app() under "
+                                    "`if __name__ == \"__main__\":`, or pass decode_process=False")
+        if kind != "ready":
+            self.close()
+            raise RuntimeError(f"the decoding process could not start: {what}")
+        self.warm_s, self.queues, self.ids = what, {}, itertools.count()
+        self.lock, self.status_lock, self.status_q = threading.Lock(), threading.Lock(), queue.SimpleQueue()
+        threading.Thread(target=self._read, name="mint-decode-reader", daemon=True).start()
+    def _send(self, msg) -> None:
+        with self.lock:
+            try:
+                if self.dead is None: return self.conn.send(msg)
+            except OSError: pass
+        raise RuntimeError(self.dead or "the decoding process is gone")
+    def _read(self):
+        while True:
+            try: batch = self.conn.recv()
+            except (EOFError, OSError): break
+            for rid, kind, x in batch:
+                if kind == "status": self.status_q.put(x)
+                elif (q := self.queues.get(rid)) is not None: q.put((kind, x))
+        self.proc.join(2)
+        self.dead = f"the decoding process ended (exit code {self.proc.exitcode}); restart the server"
+        for q in list(self.queues.values()): q.put(("end", (self.dead, None)))
+        self.status_q.put(None)
+    def tokens(self, prompt_ids, cap: int, s: Sampling, rng, cancel=None):
+        "Yield `(token, logits)` of one request, as `Batcher.tokens` does."
+        prompt = np.asarray(prompt_ids, np.int32).reshape(-1)
+        check_prompt(len(prompt), self.cfg)
+        rid, q, done = next(self.ids), queue.SimpleQueue(), False
+        self.queues[rid] = q
+        try:
+            self._send(("add", rid, prompt, int(cap), dataclasses.asdict(s), rng, cancel is not None or bool(s.stop)))
+            while cancel is None or not cancel.is_set():
+                try: kind, x = q.get(timeout=None if cancel is None else 0.1)
+                except queue.Empty: continue
+                if kind == "end":
+                    done, (error, state) = True, x
+                    if state is not None: rng.bit_generator.state = state
+                    if error is not None: raise RuntimeError(f"decoding failed: {error}")
+                    return
+                if kind == "held": yield from x
+                else: yield x
+        finally:
+            self.queues.pop(rid, None)
+            if not done and self.dead is None:
+                with contextlib.suppress(RuntimeError): self._send(("cancel", rid))
+    def status(self) -> dict:
+        with self.status_lock:
+            self._send(("status",))
+            st = self.status_q.get(timeout=60)
+        if st is None: raise RuntimeError(self.dead)
+        return st
+    def close(self) -> None:
+        "End the decoding process (closing its pipe; terminated if it has not gone in 5 s)."
+        with contextlib.suppress(OSError): self.conn.close()
+        self.proc.join(5)
+        if self.proc.is_alive(): self.proc.terminate(); self.proc.join(5)
 
 # %% ../nbs/41_serve.ipynb #195abfb7
 LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -623,15 +753,21 @@ def _room_for(slots: int) -> None:
 
 # %% ../nbs/41_serve.ipynb #b07b7f77
 def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: str = "127.0.0.1", allow_hosts=(),
-               cors=(), api_key: str | None = None, slots: int = 16, device: str = "cpu"):
-    "The ASGI app serving one model under `model_id` — /v1/models, /v1/chat/completions, /v1/completions, the chat page at / and /health — behind a `Guard` (Host, Origin, API key, JSON only); requests share a `Batcher` of `slots` sequences on `device`."
+               cors=(), api_key: str | None = None, slots: int = 16, device: str = "cpu", decode_process: bool = True):
+    "The ASGI app serving one model under `model_id` — /v1/models, /v1/chat/completions, /v1/completions, the chat page at / and /health — behind a `Guard` (Host, Origin, API key, JSON only); requests share a `Batcher` of `slots` sequences on `device`, in a `DecodeProcess` of its own unless `decode_process=False` (a thread of this process)."
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse, HTMLResponse
     from starlette.routing import Route
     params = np.asarray(params, np.float32)
     created = int(time.time())
     log = logging.getLogger("mint.serve")
-    batcher = Batcher(params, cfg, slots, device) if slots else None        # slots=0: a Decoder per request (CPU)
+    batcher = (DecodeProcess if decode_process else Batcher)(params, cfg, slots, device) if slots else None   # slots=0: a Decoder per request (CPU)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        try: yield
+        finally:
+            if isinstance(batcher, DecodeProcess): batcher.close()
 
     def error(e: RequestError): return JSONResponse(e.body(), status_code=e.status)
 
@@ -640,7 +776,10 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
                                                          "context_length": cfg.max_seq_len, "max_model_len": cfg.max_seq_len}]})
 
     async def health(request):
-        return JSONResponse({"status": "ok", "slots": batcher.status() if batcher else None})
+        from starlette.concurrency import run_in_threadpool
+        try: slots = await run_in_threadpool(batcher.status) if batcher else None
+        except RuntimeError as e: return JSONResponse({"status": "error", "error": str(e)}, 503)
+        return JSONResponse({"status": "ok", "slots": slots})
 
     async def page(request):
         return HTMLResponse(CHAT_PAGE, headers={"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosniff",
@@ -679,7 +818,7 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
                                   f"/v1/chat/completions and /v1/completions", None, exc.status_code))
     routes = [Route("/", page, methods=["GET"]), Route("/health", health, methods=["GET"]), Route("/v1/models", models, methods=["GET"]),
               Route("/v1/chat/completions", endpoint(True), methods=["POST"]), Route("/v1/completions", endpoint(False), methods=["POST"])]
-    app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
+    app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found}, lifespan=lifespan)
     if cors:
         from starlette.middleware.cors import CORSMiddleware
         app = CORSMiddleware(app, allow_origins=list(cors), allow_methods=["GET", "POST"], allow_headers=["authorization", "content-type"])
