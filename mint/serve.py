@@ -4,8 +4,9 @@
 
 # %% ../nbs/41_serve.ipynb #ee8c641c
 from __future__ import annotations
-import asyncio, collections, contextlib, dataclasses, errno, hashlib, base64, hmac, ipaddress, itertools, json, logging, math, queue, re, signal, socket, sys, threading, time, uuid
+import asyncio, collections, contextlib, copy, dataclasses, errno, hashlib, base64, hmac, ipaddress, itertools, json, logging, math, queue, re, signal, socket, sys, threading, time, uuid
 from dataclasses import dataclass
+from fastcore.basics import patch
 from urllib.parse import urlsplit
 import numpy as np
 from .core import ModelConfig
@@ -17,9 +18,9 @@ from .tokenizer import TextStream, BPETokenizer
 # %% auto #0
 __all__ = ['MAX_N', 'MAX_SEED', 'MAX_INT', 'MAX_MESSAGES', 'LOCAL_NAMES', 'ANY_ADDRESS', 'MAX_BODY', 'CHAT_PAGE', 'PAGE_CSP',
            'RequestError', 'BigInt', 'Sampling', 'parse_sampling', 'chat_prompt', 'completion_prompt', 'Token',
-           'log_softmax', 'generate_text', 'run_generation', 'pick_tokens', 'check_prompt', 'Batcher', 'DecodeProcess',
-           'host_name', 'is_loopback', 'Guard', 'check_exposure', 'token_bytes', 'parse_body', 'create_app', 'listen',
-           'serve']
+           'log_softmax', 'generate_text', 'run_generation', 'pick_tokens', 'check_prompt', 'Batcher', 'DecoderGone',
+           'DecodeProcess', 'host_name', 'is_loopback', 'Guard', 'check_exposure', 'token_bytes', 'parse_body',
+           'create_app', 'listen', 'serve']
 
 # %% ../nbs/41_serve.ipynb #56cbafa1
 class RequestError(ValueError):
@@ -286,6 +287,7 @@ class _Request:
     def gone(self) -> bool: return self.cancelled or (self.cancel is not None and self.cancel.is_set())
     def send(self, t: int):
         item = (t, self.logits if self.s.logprobs else None)
+        if self.s.stop: item = (item, self.rng.bit_generator.state)    # a reader that may stop at any token: the state just after it
         if self.eager: self.out.put(item)
         else: self.held.append(item)
 
@@ -323,26 +325,6 @@ class Batcher:
     def status(self) -> dict:
         return {"busy": len(self.dec.rows), "waiting": len(self.waiting), "total": self.dec.slots, "steps": self.steps, "peak": self.peak,
                 "seconds": {k: round(v, 4) for k, v in self.seconds.items()}, "warm_up_s": round(self.warm_s, 3)}
-    def tokens(self, prompt_ids, cap: int, s: Sampling, rng, cancel=None):
-        "Yield `(token, logits)` of one request as the batch makes them; closing the iterator early, or setting the `threading.Event` `cancel`, cancels it (its slot is freed at the next step)."
-        r = _Request(prompt_ids, cap, s, rng, cancel)           # all of its preparation here, in the request's own thread
-        self.submit(r)
-        try:
-            while (item := r.out.get()) is not None:
-                if isinstance(item, BaseException): raise RuntimeError(f"decoding failed: {item!r}") from item
-                if isinstance(item, list): yield from item            # the tokens held for a reader that waits for all
-                else: yield item
-        finally:
-            r.cancelled = True
-            with self.cv: self.cv.notify()
-    def submit(self, r: _Request) -> None:
-        "Queue `r` for the next step; its tokens go to `r.out`."
-        check_prompt(len(r.prompt), self.dec.cfg)
-        with self.cv:
-            self.waiting.append(r)
-            if self.thread is None:
-                self.thread = threading.Thread(target=self._loop, name="mint-batcher", daemon=True); self.thread.start()
-            self.cv.notify()
     def _end(self, r: _Request, why=None):
         if r.seq is not None: self.dec.remove(r.seq); r.seq = None
         if r in self.running: self.running.remove(r)
@@ -385,11 +367,40 @@ class Batcher:
                 logging.getLogger("mint.serve").exception("batched decoding failed")
                 for r in {id(r): r for r in batch + self.running}.values(): self._end(r, e)
 
+# %% ../nbs/41_serve.ipynb #4f1c2f0d
+@patch
+def submit(self: Batcher, r: _Request) -> None:
+    "Queue `r` for the next step; its tokens go to `r.out`."
+    check_prompt(len(r.prompt), self.dec.cfg)
+    with self.cv:
+        self.waiting.append(r)
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._loop, name="mint-batcher", daemon=True); self.thread.start()
+        self.cv.notify()
+
+@patch
+def tokens(self: Batcher, prompt_ids, cap: int, s: Sampling, rng, cancel=None):
+    "Yield `(token, logits)` of one request as the batch makes them; closing the iterator early, or setting the `threading.Event` `cancel`, cancels it (its slot is freed at the next step)."
+    # all of its preparation here, in the request's own thread; a reader that may stop early (a stop string) has the
+    # batch draw from a copy of `rng`, and leaves `rng` as it was just after the last token it took
+    r = _Request(prompt_ids, cap, s, copy.deepcopy(rng) if s.stop else rng, cancel)
+    self.submit(r)
+    try:
+        while (item := r.out.get()) is not None:
+            if isinstance(item, BaseException): raise RuntimeError(f"decoding failed: {item!r}") from item
+            if isinstance(item, list): yield from item            # the tokens held for a reader that waits for all
+            elif s.stop: rng.bit_generator.state = item[1]; yield item[0]
+            else: yield item
+        if s.stop: rng.bit_generator.state = r.rng.bit_generator.state
+    finally:
+        r.cancelled = True
+        with self.cv: self.cv.notify()
+
 # %% ../nbs/41_serve.ipynb #cfc46454
 class _PipeOut:
-    """A request's `out` in the decoding process: each item goes to `send` as `(rid, kind, x)` — a token `(t, logits)`
-    ("tok"), the tokens held for a reader that waits for all ("held"), or its end ("end": the error that ended it or
-    None, and its generator's state). Plain tuples, dicts and arrays: no class has to be the same on both sides."""
+    """A request's `out` in the decoding process: each item goes to `send` as `(rid, kind, x)` — a token ("tok": what
+    `_Request.send` made of it), the tokens held for a reader that waits for all ("held"), or its end ("end": the error
+    that ended it or None, and its generator's state). Plain tuples, dicts and arrays: no class has to be the same on both sides."""
     def __init__(self, send, rid: int, rng, live: dict): self.send, self.rid, self.rng, self.live = send, rid, rng, live
     def put(self, item):
         if item is None or isinstance(item, BaseException):
@@ -398,9 +409,9 @@ class _PipeOut:
         self.send((self.rid, "held" if isinstance(item, list) else "tok", item))
 
 # %% ../nbs/41_serve.ipynb #4ea03939
-def _decode_main(conn, params, cfg: ModelConfig, slots: int, device: str) -> None:
-    "The decoding process: a `Batcher` fed and cancelled by messages on `conn`; what it sends goes out in batches from a thread of its own. It ends when the pipe closes."
-    signal.signal(signal.SIGINT, signal.SIG_IGN)         # Ctrl-C is the server's: it ends us by closing the pipe
+def _decode_main(conn) -> None:
+    "The decoding process: the model arrives on `conn`, then a `Batcher` is fed and cancelled by messages on it; what it sends goes out in batches from a thread of its own. It ends at 'stop' or when the pipe closes."
+    signal.signal(signal.SIGINT, signal.SIG_IGN)         # Ctrl-C is the server's: it ends us with 'stop'
     out = queue.SimpleQueue()
     def sender():
         while True:
@@ -409,16 +420,19 @@ def _decode_main(conn, params, cfg: ModelConfig, slots: int, device: str) -> Non
                 while True: batch.append(out.get_nowait())
             try: conn.send(batch)
             except OSError: return
-    try: b = Batcher(params, cfg, slots, device)
-    except Exception as e: return conn.send([("failed", f"{type(e).__name__}: {e}")])
-    conn.send([("ready", b.warm_s)])
+    try:
+        _, params, cfg, slots, device = conn.recv()
+        b = Batcher(params, cfg, slots, device)
+    except Exception as e: return conn.send([(None, "failed", f"{type(e).__name__}: {e}")])
+    conn.send([(None, "ready", b.warm_s)])
     threading.Thread(target=sender, name="mint-decode-sender", daemon=True).start()
     live = {}                                            # rid -> running request
     while True:
         try: msg = conn.recv()
         except (EOFError, OSError): return
-        except Exception:                                # a message that does not unpickle (a class unknown here): said, not fatal
+        except Exception:                                # a message that does not unpickle: said, not fatal
             logging.getLogger("mint.serve").exception("the decoding process could not read a message"); continue
+        if msg[0] == "stop": return
         if msg[0] == "add":
             _, rid, prompt, cap, s, rng, eager = msg
             r = live[rid] = _Request(prompt, cap, Sampling(**s), rng)
@@ -428,9 +442,16 @@ def _decode_main(conn, params, cfg: ModelConfig, slots: int, device: str) -> Non
         elif msg[0] == "cancel" and (r := live.pop(msg[1], None)) is not None:
             r.cancelled = True
             with b.cv: b.cv.notify()
-        elif msg[0] == "status": out.put((None, "status", b.status()))
+        elif msg[0] == "status": out.put((msg[1], "status", b.status()))
 
 # %% ../nbs/41_serve.ipynb #eff00118
+class DecoderGone(RuntimeError): "The decoding process has ended or does not answer: the server cannot decode until it restarts."
+
+def _gone_body(e: DecoderGone) -> dict:
+    "OpenAI's error object for a server that cannot decode (sent with 503)."
+    return {"error": {"message": str(e), "type": "server_error", "param": None, "code": "decoder_unavailable"}}
+
+# %% ../nbs/41_serve.ipynb #f6fb3973
 class DecodeProcess:
     "A `Batcher` in a process of its own (`_decode_main`), with the `Batcher`'s `tokens` and `status`; `close()` ends it."
     def __init__(self, params, cfg: ModelConfig, slots: int = 16, device: str = "cpu", start_timeout: float = 900):
@@ -439,14 +460,15 @@ class DecodeProcess:
         ctx = multiprocessing.get_context("spawn")
         self.cfg, self.slots, self.dead = cfg, slots, None
         self.conn, theirs = ctx.Pipe()
-        self.proc = ctx.Process(target=serve._decode_main, args=(theirs, np.asarray(params, np.float32), cfg, slots, device),
-                                name="mint-decode", daemon=True)
+        self.proc = ctx.Process(target=serve._decode_main, args=(theirs,), name="mint-decode", daemon=True)
         self.proc.start(); theirs.close()
-        t0 = time.monotonic()
-        while not self.conn.poll(0.1):
-            if not self.proc.is_alive() or time.monotonic() - t0 > start_timeout: break
-        try: (kind, what), = self.conn.recv() if self.conn.poll() else [("failed", "no word from it")]
-        except (EOFError, OSError):                    # spawn re-runs the main script: unguarded, it fails there
+        try:                                              # the model goes down our pipe: a child that died first breaks it
+            self.conn.send(("init", np.asarray(params, np.float32), cfg, slots, device))
+            t0 = time.monotonic()
+            while not self.conn.poll(0.1) and self.proc.is_alive() and time.monotonic() - t0 < start_timeout: pass
+            (_, kind, what), = self.conn.recv() if self.conn.poll() else [(None, "failed", "no word from it")]
+        except (EOFError, OSError):                       # spawn re-runs the main script: unguarded, it fails there
+            self.proc.join(5)
             kind, what = "failed", (f"it exited with code {self.proc.exitcode} (its error is printed above). It is started with "
                                     "spawn, which imports the main script again: a script must call serve()/create_app() under "
                                     "`if __name__ == \"__main__\":`, or pass decode_process=False")
@@ -460,52 +482,67 @@ class DecodeProcess:
         with self.lock:
             try:
                 if self.dead is None: return self.conn.send(msg)
-            except OSError: pass
-        raise RuntimeError(self.dead or "the decoding process is gone")
+            except (OSError, ValueError): pass
+        raise DecoderGone(self.dead or "the decoding process is gone; restart the server")
     def _read(self):
         while True:
             try: batch = self.conn.recv()
-            except (EOFError, OSError): break
+            except Exception: break                      # EOF, or our end closed by close()
             for rid, kind, x in batch:
-                if kind == "status": self.status_q.put(x)
+                if kind == "status": self.status_q.put((rid, x))
                 elif (q := self.queues.get(rid)) is not None: q.put((kind, x))
         self.proc.join(2)
-        self.dead = f"the decoding process ended (exit code {self.proc.exitcode}); restart the server"
+        self.dead = self.dead or f"the decoding process ended (exit code {self.proc.exitcode}); restart the server"
         for q in list(self.queues.values()): q.put(("end", (self.dead, None)))
-        self.status_q.put(None)
-    def tokens(self, prompt_ids, cap: int, s: Sampling, rng, cancel=None):
-        "Yield `(token, logits)` of one request, as `Batcher.tokens` does."
-        prompt = np.asarray(prompt_ids, np.int32).reshape(-1)
-        check_prompt(len(prompt), self.cfg)
-        rid, q, done = next(self.ids), queue.SimpleQueue(), False
-        self.queues[rid] = q
-        try:
-            self._send(("add", rid, prompt, int(cap), dataclasses.asdict(s), rng, cancel is not None or bool(s.stop)))
-            while cancel is None or not cancel.is_set():
-                try: kind, x = q.get(timeout=None if cancel is None else 0.1)
-                except queue.Empty: continue
-                if kind == "end":
-                    done, (error, state) = True, x
-                    if state is not None: rng.bit_generator.state = state
-                    if error is not None: raise RuntimeError(f"decoding failed: {error}")
-                    return
-                if kind == "held": yield from x
-                else: yield x
-        finally:
-            self.queues.pop(rid, None)
-            if not done and self.dead is None:
-                with contextlib.suppress(RuntimeError): self._send(("cancel", rid))
-    def status(self) -> dict:
-        with self.status_lock:
-            self._send(("status",))
-            st = self.status_q.get(timeout=60)
-        if st is None: raise RuntimeError(self.dead)
-        return st
+        self.status_q.put((None, None))
     def close(self) -> None:
-        "End the decoding process (closing its pipe; terminated if it has not gone in 5 s)."
-        with contextlib.suppress(OSError): self.conn.close()
+        "End the decoding process: 'stop', then terminated if it has not gone in 5 s."
+        with contextlib.suppress(Exception): self._send(("stop",))
+        self.dead = self.dead or "the server is stopping"
         self.proc.join(5)
         if self.proc.is_alive(): self.proc.terminate(); self.proc.join(5)
+        with contextlib.suppress(OSError): self.conn.close()
+
+# %% ../nbs/41_serve.ipynb #b85b8417
+@patch
+def tokens(self: DecodeProcess, prompt_ids, cap: int, s: Sampling, rng, cancel=None):
+    "Yield `(token, logits)` of one request, as `Batcher.tokens` does; a reader that stops early leaves `rng` as it was just after the last token it took."
+    prompt = np.asarray(prompt_ids, np.int32).reshape(-1)
+    check_prompt(len(prompt), self.cfg)
+    rid, q, done = next(self.ids), queue.SimpleQueue(), False
+    self.queues[rid] = q
+    try:
+        self._send(("add", rid, prompt, int(cap), dataclasses.asdict(s), rng, cancel is not None or bool(s.stop)))
+        while cancel is None or not cancel.is_set():
+            try: kind, x = q.get(timeout=None if cancel is None else 0.1)
+            except queue.Empty: continue
+            if kind == "end":
+                done, (error, state) = True, x
+                if state is not None: rng.bit_generator.state = state
+                if error is None: return
+                raise (DecoderGone(error) if self.dead else RuntimeError(f"decoding failed: {error}"))
+            if kind == "held": yield from x
+            elif s.stop:                              # a token and the state just after it was drawn
+                rng.bit_generator.state = x[1]
+                yield x[0]
+            else: yield x
+    finally:
+        self.queues.pop(rid, None)
+        if not done and self.dead is None:
+            with contextlib.suppress(RuntimeError): self._send(("cancel", rid))
+
+@patch
+def status(self: DecodeProcess, timeout: float = 5) -> dict:
+    "The batch's `Batcher.status()`; `DecoderGone` if the process has ended or does not answer within `timeout` s."
+    with self.status_lock:
+        ask = next(self.ids)
+        self._send(("status", ask))
+        t_end = time.monotonic() + timeout
+        while True:                                   # an answer to an earlier, timed-out question is dropped
+            try: got, st = self.status_q.get(timeout=max(t_end - time.monotonic(), 0))
+            except queue.Empty: raise DecoderGone(f"the decoding process did not answer in {timeout:g} s (stopped or hung); restart the server") from None
+            if got is None: raise DecoderGone(self.dead)
+            if got == ask: return st
 
 # %% ../nbs/41_serve.ipynb #195abfb7
 LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -689,6 +726,7 @@ def _events(params, cfg, tok, ids, s: Sampling, rng, batcher, stop, chat: bool, 
 def _stream_error(e: Exception) -> str:
     "The event that ends a stream which failed after its headers were sent: OpenAI's error object (a bug of ours is logged and named as no internals)."
     if isinstance(e, RequestError): return "data: " + json.dumps(e.body(), ensure_ascii=False) + "\n\n"
+    if isinstance(e, DecoderGone): return "data: " + json.dumps(_gone_body(e), ensure_ascii=False) + "\n\n"
     logging.getLogger("mint.serve").error("a streamed reply failed", exc_info=e)
     return "data: " + json.dumps({"error": {"message": "internal error while streaming (the server logged it)", "type": "server_error",
                                              "param": None, "code": None}}) + "\n\n"
@@ -778,7 +816,7 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
     async def health(request):
         from starlette.concurrency import run_in_threadpool
         try: slots = await run_in_threadpool(batcher.status) if batcher else None
-        except RuntimeError as e: return JSONResponse({"status": "error", "error": str(e)}, 503)
+        except DecoderGone as e: return JSONResponse({"status": "error", "error": str(e)}, 503)
         return JSONResponse({"status": "ok", "slots": slots})
 
     async def page(request):
@@ -799,8 +837,10 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
             _room_for(slots)
             try:
                 s, ids = await run_in_threadpool(prepare, await _read_body(request), chat)
+                if getattr(batcher, "dead", None): raise DecoderGone(batcher.dead)   # before a stream's headers
                 return await _reply(params, cfg, tok, model_id, batcher, chat, ids, s)
             except RequestError as e: return error(e)
+            except DecoderGone as e: return JSONResponse(_gone_body(e), 503)
             except _Disconnected: return JSONResponse({"error": {"message": "the client disconnected", "type": "invalid_request_error",
                                                                  "param": None, "code": None}}, 400)
             except Exception:

@@ -100,6 +100,23 @@ def test_n_choices(server):
     assert e.value.body["param"] == "n"
 
 
+def test_n_choices_with_a_stop_string_draw_on_like_one_process(server):
+    "n > 1 with stop strings: each choice draws on from the generator state just after the last token the one before it took (its stop), exactly as choices drawn one after another from one generator by a Decoder each; streamed = not streamed; the same twice."
+    from mint.serve import chat_prompt, run_generation, Sampling
+    client, ck = server
+    msgs = [{"role": "user", "content": "中国"}]
+    for seed, stop in ((6, ["我"]), (7, ["的", "。"]), (8, ["人"])):
+        kw = dict(model="tiny", messages=msgs, temperature=1.3, max_tokens=12, seed=seed, stop=stop)
+        rng, ids = np.random.default_rng(seed), chat_prompt(ck.vocab, msgs, ck.config.max_seq_len)
+        want = [run_generation(ck.params, ck.config, ck.vocab, ids, Sampling(temperature=1.3, max_tokens=12, stop=tuple(stop)), rng)[0]
+                for _ in range(3)]
+        got = [[c.message.content for c in client.chat.completions.create(n=3, **kw).choices] for _ in range(2)]
+        parts = {}
+        for c in client.chat.completions.create(n=3, stream=True, **kw):
+            for ch in c.choices: parts[ch.index] = parts.get(ch.index, "") + (ch.delta.content or "")
+        assert got[0] == got[1] == want == [parts[i] for i in range(3)], (seed, stop, got, want, parts)
+
+
 def _log_softmax_ref(ck, ids):
     from mint.generate import Decoder, allowed_logits
     z = allowed_logits(Decoder(ck.params, ck.config).feed(ids))
@@ -310,7 +327,7 @@ def test_cancelled_stream_frees_its_slot(slow_server):
 
 
 def test_the_decoding_process_dies_mid_stream():
-    "The decoding process killed while a stream runs: the stream ends with an error event and [DONE], /health is a 503 that says so, a later request a JSON 500, and closing the server does not hang."
+    "The decoding process killed while a stream runs: the stream ends with an error event and [DONE], /health is a 503 that says so, later requests JSON 503s (streamed or not), and closing the server does not hang."
     import httpx, multiprocessing, signal
     before = set(multiprocessing.active_children())
     with endless_server("doomed", 2, 16, 1, 512) as base:
@@ -322,11 +339,32 @@ def test_the_decoding_process_dies_mid_stream():
             os.kill(child.pid, signal.SIGKILL)
             rest = [l for l in lines if l]
         assert first.startswith("data: ") and rest[-1] == "data: [DONE]", rest[-3:]
-        assert json.loads(rest[-2][6:])["error"]["type"] == "server_error", rest[-3:]
+        err = json.loads(rest[-2][6:])["error"]
+        assert err["code"] == "decoder_unavailable" and "decoding process ended" in err["message"], rest[-3:]
         h = httpx.get(base + "/health")
         assert h.status_code == 503 and "decoding process ended" in h.json()["error"], h.text
-        r = httpx.post(base + "/v1/completions", json={**body, "stream": False}, timeout=60)
-        assert r.status_code == 500 and r.json()["error"]["type"] == "server_error", r.text
+        for stream in (False, True):                      # refused before any header: a JSON 503 that says why
+            r = httpx.post(base + "/v1/completions", json={**body, "stream": stream}, timeout=60)
+            assert r.status_code == 503 and r.json()["error"]["code"] == "decoder_unavailable", r.text
+            assert "restart the server" in r.json()["error"]["message"], r.text
+
+
+def test_a_stopped_decoding_process_is_a_503_not_a_hang():
+    "The decoding process stopped (SIGSTOP: alive, not answering): /health answers a JSON 503 within seconds, and once it runs again /health answers its own question (not the late answer to the earlier one)."
+    import httpx, multiprocessing, signal
+    before = set(multiprocessing.active_children())
+    with endless_server("frozen", 2, 16, 1, 512) as base:
+        (child,) = [p for p in multiprocessing.active_children() if p.name == "mint-decode" and p not in before]
+        os.kill(child.pid, signal.SIGSTOP)
+        try:
+            t0 = time.time()
+            h = httpx.get(base + "/health", timeout=30)
+            assert h.status_code == 503 and "did not answer" in h.json()["error"] and time.time() - t0 < 15, h.text
+        finally: os.kill(child.pid, signal.SIGCONT)
+        body = {"model": "frozen", "prompt": "中国", "max_tokens": 5, "temperature": 0}
+        assert httpx.post(base + "/v1/completions", json=body, timeout=60).status_code == 200
+        s = httpx.get(base + "/health", timeout=30).json()["slots"]
+        assert s["busy"] == 0 and s["steps"] >= 5, s
 
 
 def test_a_batch_fills_past_the_worker_pool_default():
