@@ -265,9 +265,9 @@ def generate_text(params, cfg: ModelConfig, tok, prompt_ids, s: Sampling, rng=No
     return reason, n
 
 # %% ../nbs/41_serve.ipynb #e7406206
-def run_generation(params, cfg, tok, prompt_ids, s: Sampling, rng=None, batcher=None) -> tuple[str, str, int, list]:
-    "`(text, finish_reason, completion_tokens, tokens)` of a whole reply (`tokens`: its `Token`s when `s.logprobs`)."
-    g, parts, toks = generate_text(params, cfg, tok, prompt_ids, s, rng, batcher), [], []
+def run_generation(params, cfg, tok, prompt_ids, s: Sampling, rng=None, batcher=None, cancel=None) -> tuple[str, str, int, list]:
+    "`(text, finish_reason, completion_tokens, tokens)` of a whole reply (`tokens`: its `Token`s when `s.logprobs`); setting `cancel` ends it at the next token."
+    g, parts, toks = generate_text(params, cfg, tok, prompt_ids, s, rng, batcher, cancel), [], []
     while True:
         try: piece, t = next(g)
         except StopIteration as e: return "".join(parts), *e.value, toks
@@ -283,7 +283,7 @@ class _Request:
         self.prompt, self.cap, self.s, self.rng = np.asarray(prompt_ids, np.int32).reshape(-1), int(cap), s, rng   # made here, in its own thread
         self.out, self.cancelled, self.n, self.seq, self.logits = queue.SimpleQueue(), False, 0, None, None
         self.cancel = cancel                 # a threading.Event its reader may set from any thread
-        self.eager, self.held = cancel is not None or bool(s.stop), []
+        self.eager, self.held = s.stream or bool(s.stop), []     # a reader that waits for all is not woken per token, cancel or not
     def gone(self) -> bool: return self.cancelled or (self.cancel is not None and self.cancel.is_set())
     def send(self, t: int):
         item = (t, self.logits if self.s.logprobs else None)
@@ -512,7 +512,7 @@ def tokens(self: DecodeProcess, prompt_ids, cap: int, s: Sampling, rng, cancel=N
     rid, q, done = next(self.ids), queue.SimpleQueue(), False
     self.queues[rid] = q
     try:
-        self._send(("add", rid, prompt, int(cap), dataclasses.asdict(s), rng, cancel is not None or bool(s.stop)))
+        self._send(("add", rid, prompt, int(cap), dataclasses.asdict(s), rng, s.stream or bool(s.stop)))
         while cancel is None or not cancel.is_set():
             try: kind, x = q.get(timeout=None if cancel is None else 0.1)
             except queue.Empty: continue
@@ -746,7 +746,7 @@ def _pump(it, loop, q, stop: threading.Event) -> None:
 
 
 # %% ../nbs/41_serve.ipynb #303006a8
-def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: Sampling):
+def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: Sampling, request=None):
     "A coroutine giving the reply to one request for `ids`: the whole JSON response, or with `s.stream` the `StreamingResponse` of `_events` (a client that goes away frees its batch slot at once)."
     from starlette.responses import JSONResponse, StreamingResponse
     from starlette.concurrency import run_in_threadpool
@@ -756,10 +756,14 @@ def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: S
     choice = _choices(tok, chat, s)
     def usage(n): return {"prompt_tokens": len(ids), "completion_tokens": n, "total_tokens": len(ids) + n}
     if not s.stream:
+        gone = threading.Event()                         # the client went away: its batch slot is freed at the next step
         def all_choices():
-            return [run_generation(params, cfg, tok, ids, s, rng, batcher) for _ in range(s.n)]
+            return [run_generation(params, cfg, tok, ids, s, rng, batcher, gone) for _ in range(s.n)]
         async def whole():
-            outs = await run_in_threadpool(all_choices)
+            job = asyncio.ensure_future(run_in_threadpool(all_choices))
+            while request is not None and not gone.is_set() and not (await asyncio.wait({job}, timeout=0.25))[0]:
+                if await request.is_disconnected(): gone.set()
+            outs = await job
             return JSONResponse({"id": rid, "object": obj, "created": now, "model": model_id,
                                  "choices": [choice(i, text, finish, toks=toks) for i, (text, finish, _, toks) in enumerate(outs)],
                                  "usage": usage(sum(o[2] for o in outs))})
@@ -838,7 +842,7 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
             try:
                 s, ids = await run_in_threadpool(prepare, await _read_body(request), chat)
                 if getattr(batcher, "dead", None): raise DecoderGone(batcher.dead)   # before a stream's headers
-                return await _reply(params, cfg, tok, model_id, batcher, chat, ids, s)
+                return await _reply(params, cfg, tok, model_id, batcher, chat, ids, s, request)
             except RequestError as e: return error(e)
             except DecoderGone as e: return JSONResponse(_gone_body(e), 503)
             except _Disconnected: return JSONResponse({"error": {"message": "the client disconnected", "type": "invalid_request_error",

@@ -279,7 +279,7 @@ def test_sixteen_concurrent_seeded_requests_equal_one_at_a_time(server):
 
 
 @contextlib.contextmanager
-def endless_server(name: str, slots: int, d_model: int, n_layers: int, max_seq_len: int):
+def endless_server(name: str, slots: int, d_model: int, n_layers: int, max_seq_len: int, decode_process: bool = True):
     "A uvicorn server on a free loopback port over an untrained model that never says <eos>: yields its base URL."
     import uvicorn
     from mint.core import ModelConfig
@@ -291,7 +291,8 @@ def endless_server(name: str, slots: int, d_model: int, n_layers: int, max_seq_l
     P = init_params(cfg, seed=0)
     views(P, cfg).lm_b[EOS] = -1e4
     port = free_port()
-    srv = uvicorn.Server(uvicorn.Config(create_app(P, cfg, voc, name, slots=slots), host="127.0.0.1", port=port, log_level="warning"))
+    srv = uvicorn.Server(uvicorn.Config(create_app(P, cfg, voc, name, slots=slots, decode_process=decode_process), host="127.0.0.1",
+                                       port=port, log_level="warning"))
     th = threading.Thread(target=srv.run, daemon=True); th.start()
     while not srv.started: time.sleep(0.05)
     try: yield f"http://127.0.0.1:{port}"
@@ -324,6 +325,27 @@ def test_cancelled_stream_frees_its_slot(slow_server):
     assert health()["steps"] == steps and steps < 1000, steps                # nothing decodes for a reader that left
     r = httpx.post(base + "/v1/completions", json={**body, "stream": False, "max_tokens": 5}, timeout=60)
     assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 5
+
+
+@pytest.mark.parametrize("decode_process", [True, False])
+def test_a_whole_reply_whose_client_left_frees_its_slot(decode_process):
+    "Non-streamed requests for 2000 tokens (several seconds of decoding) whose clients give up after 0.3 s: both slots are free within a second and nothing decodes for them any more."
+    import httpx
+    with endless_server("leaving", 2, 128, 4, 2048, decode_process=decode_process) as base:
+        health = lambda: httpx.get(base + "/health").json()["slots"]
+        body = {"model": "leaving", "prompt": "中国", "max_tokens": 2000, "temperature": 0.8, "seed": 1}
+        def give_up():
+            with pytest.raises(httpx.TimeoutException): httpx.post(base + "/v1/completions", json=body, timeout=0.3)
+        with ThreadPoolExecutor(2) as ex: list(ex.map(lambda _: give_up(), range(2)))
+        deadline = time.time() + 1
+        while health()["busy"]:
+            assert time.time() < deadline, health()
+            time.sleep(0.02)
+        steps = health()["steps"]
+        time.sleep(0.3)
+        assert health()["steps"] == steps and steps < 1000, steps
+        r = httpx.post(base + "/v1/completions", json={**body, "max_tokens": 5}, timeout=60)
+        assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 5
 
 
 def test_the_decoding_process_dies_mid_stream():
