@@ -108,7 +108,8 @@ def _add_export_serve(sub):
                    help="let the web page at ORIGIN (e.g. http://localhost:3000) call the API (CORS); repeatable; none by default")
     v.add_argument("--api-key", default=None, metavar="KEY",
                    help="require 'Authorization: Bearer KEY' on /v1 (default: $MINT_API_KEY); needed with a --host beyond loopback")
-    v.add_argument("--slots", type=_number(int, 1, 256), default=16, help="requests decoded together in one batch, 1-256 (default 16); more wait their turn")
+    v.add_argument("--slots", type=_number(int, 1, 256), default=16,
+                   help="requests decoded together in one batch, 1-256 (default 16), by a process of its own beside the HTTP server; more wait their turn")
     _add_decode_device(v)
 
 # %% ../nbs/49_cli.ipynb #faabc236
