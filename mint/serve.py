@@ -434,9 +434,9 @@ def _decode_main(conn) -> None:
             logging.getLogger("mint.serve").exception("the decoding process could not read a message"); continue
         if msg[0] == "stop": return
         if msg[0] == "add":
-            _, rid, prompt, cap, s, rng, eager = msg
+            _, rid, prompt, cap, s, rng = msg
             r = live[rid] = _Request(prompt, cap, Sampling(**s), rng)
-            r.eager, r.out = eager, _PipeOut(out.put, rid, rng, live)
+            r.out = _PipeOut(out.put, rid, rng, live)
             try: b.submit(r)
             except Exception as e: r.out.put(e)
         elif msg[0] == "cancel" and (r := live.pop(msg[1], None)) is not None:
@@ -512,7 +512,7 @@ def tokens(self: DecodeProcess, prompt_ids, cap: int, s: Sampling, rng, cancel=N
     rid, q, done = next(self.ids), queue.SimpleQueue(), False
     self.queues[rid] = q
     try:
-        self._send(("add", rid, prompt, int(cap), dataclasses.asdict(s), rng, s.stream or bool(s.stop)))
+        self._send(("add", rid, prompt, int(cap), dataclasses.asdict(s), rng))    # the settings say whether it wants each token as made
         while cancel is None or not cancel.is_set():
             try: kind, x = q.get(timeout=None if cancel is None else 0.1)
             except queue.Empty: continue

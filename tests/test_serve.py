@@ -299,6 +299,28 @@ def endless_server(name: str, slots: int, d_model: int, n_layers: int, max_seq_l
     finally: srv.should_exit = True; th.join(10)
 
 
+def until_idle(health, within: float) -> None:
+    "Wait until the batch has no busy slot (`health()`: /health's slots), failing after `within` seconds."
+    deadline = time.time() + within
+    while health()["busy"]:
+        assert time.time() < deadline, health()
+        time.sleep(0.02)
+
+
+def assert_decoding_stopped(health) -> None:
+    "Nothing decodes any more: the step count stands still for 0.3 s, below 1000 (the 2000-token replies were cut short)."
+    steps = health()["steps"]
+    time.sleep(0.3)
+    assert health()["steps"] == steps and steps < 1000, steps
+
+
+def new_decoding_child(before: set):
+    "The decoding process started since `before` (a set of `multiprocessing.active_children()`)."
+    import multiprocessing
+    (child,) = [p for p in multiprocessing.active_children() if p.name == "mint-decode" and p not in before]
+    return child
+
+
 @pytest.fixture(scope="module")
 def slow_server():
     "A server with 2 slots over an untrained model that never says <eos> and has a 2048-token window: replies long enough to cancel."
@@ -316,13 +338,8 @@ def test_cancelled_stream_frees_its_slot(slow_server):
             lines = r.iter_lines()
             first = next(lines)
             assert health()["busy"] == 1, (first, health(), list(lines)[-3:])
-        deadline = time.time() + 5
-        while health()["busy"]:
-            assert time.time() < deadline, health()
-            time.sleep(0.02)
-    steps = health()["steps"]
-    time.sleep(0.3)
-    assert health()["steps"] == steps and steps < 1000, steps                # nothing decodes for a reader that left
+        until_idle(health, 5)
+    assert_decoding_stopped(health)                                        # nothing decodes for a reader that left
     r = httpx.post(base + "/v1/completions", json={**body, "stream": False, "max_tokens": 5}, timeout=60)
     assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 5
 
@@ -337,13 +354,8 @@ def test_a_whole_reply_whose_client_left_frees_its_slot(decode_process):
         def give_up():
             with pytest.raises(httpx.TimeoutException): httpx.post(base + "/v1/completions", json=body, timeout=0.3)
         with ThreadPoolExecutor(2) as ex: list(ex.map(lambda _: give_up(), range(2)))
-        deadline = time.time() + 1
-        while health()["busy"]:
-            assert time.time() < deadline, health()
-            time.sleep(0.02)
-        steps = health()["steps"]
-        time.sleep(0.3)
-        assert health()["steps"] == steps and steps < 1000, steps
+        until_idle(health, 1)
+        assert_decoding_stopped(health)
         r = httpx.post(base + "/v1/completions", json={**body, "max_tokens": 5}, timeout=60)
         assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 5
 
@@ -353,7 +365,7 @@ def test_the_decoding_process_dies_mid_stream():
     import httpx, multiprocessing, signal
     before = set(multiprocessing.active_children())
     with endless_server("doomed", 2, 16, 1, 512) as base:
-        (child,) = [p for p in multiprocessing.active_children() if p.name == "mint-decode" and p not in before]
+        child = new_decoding_child(before)
         body = {"model": "doomed", "prompt": "中国", "max_tokens": 400, "temperature": 0, "stream": True}
         with httpx.stream("POST", base + "/v1/completions", json=body, timeout=60) as r:
             lines = r.iter_lines()
@@ -376,7 +388,7 @@ def test_a_stopped_decoding_process_is_a_503_not_a_hang():
     import httpx, multiprocessing, signal
     before = set(multiprocessing.active_children())
     with endless_server("frozen", 2, 16, 1, 512) as base:
-        (child,) = [p for p in multiprocessing.active_children() if p.name == "mint-decode" and p not in before]
+        child = new_decoding_child(before)
         os.kill(child.pid, signal.SIGSTOP)
         try:
             t0 = time.time()
