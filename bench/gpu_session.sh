@@ -19,6 +19,7 @@
 #   L: the kernel ladders (issue 21 item 8) — nbdev-test --flags gpu on 03, 05, 07, 10, 11: their #| gpu cells sweep
 #      block sizes over each ladder's rungs (mint.kernels.sweep_blocks) and write bench/results/gpu_cells/*.json,
 #      copied to $OUT (commit them; then tools/run_notebooks.py on the CPU shows them through show_gpu_record)
+#   Q: the server's decoding process on the GPU (whole and streamed), then chapter 27 executed on the GPU (<= 560 s)
 #   S: batched GPU serving and warm start (issue 18): bench_serve.py greedy and sampled, batch_decode_check.py, bench_startup.py (<= 300 s)
 #   U: issue 19 — the tape on the GPU (bench/tape_bench.py), the Muon step as a CUDA graph (bench/muon_step_bench.py),
 #      Muon vs AdamW at medium; YM / YT: the 5-minute budget headline, Mint / the PyTorch peer, one call each
@@ -134,6 +135,22 @@ elif [ "$PART" = V ]; then
     echo "24 exit $? at ${SECONDS}s"; tail -4 "$L/run_24.log"
   fi
   tar cf "$OUT/v.tar" nbs/24_tensor_cores.ipynb bench/results/tensor_cores_h200.json bench/results/tensor_cores_v8_h200.json -C /tmp vlogs 2>/dev/null
+elif [ "$PART" = Q ]; then
+  # Q (issue 18 and 17, 2026-12-05 night, <= 560 s): the server's decoding process on the GPU for the first time —
+  #    bench_serve at 1/16/64 clients, process and thread side by side, whole replies then streamed — then chapter 27
+  #    executed on the GPU (its #| gpu cells now include --recompute mlp); logs, records and the notebook in $OUT/q.tar
+  L=/tmp/qlogs; mkdir -p $L
+  ( time timeout 170 python3 bench/bench_serve.py --device cuda --clients 1 16 64 --slots 64 --requests 8 --rounds 1 \
+      --decode process thread ) > $L/bench_serve_cuda.log 2>&1
+  echo "bench_serve: exit $? at ${SECONDS}s"; grep -E "round|^\|" $L/bench_serve_cuda.log | tail -14
+  ( time timeout 110 python3 bench/bench_serve.py --device cuda --clients 1 16 64 --slots 64 --requests 8 --rounds 1 \
+      --decode process thread --stream ) > $L/bench_serve_cuda_stream.log 2>&1
+  echo "bench_serve --stream: exit $? at ${SECONDS}s"; grep -E "round|^\|" $L/bench_serve_cuda_stream.log | tail -14
+  cp bench/results/serve_cuda.jsonl $L/ 2>/dev/null
+  left=$((540 - SECONDS)); [ $left -gt 60 ] && ( time timeout $left python3 tools/run_notebooks.py nbs/27_recompute.ipynb -j 1 \
+      --timeout $((left - 8)) ) > $L/run_notebooks_27.log 2>&1
+  echo "chapter 27: exit $? at ${SECONDS}s"; grep -v WARNING $L/run_notebooks_27.log | tail -4
+  tar cf "$OUT/q.tar" nbs/27_recompute.ipynb bench/results/gpu_cells -C /tmp qlogs 2>/dev/null; ls -la "$OUT"
 elif [ "$PART" = S ]; then
   # S: issue 18's batched GPU serving (<= 300 s): the server at 1/4/16/64 clients, greedy then sampled (bench_serve.py;
   #    each row splits the ms per step into the forward, picking the tokens and the rest), the batched decode step
