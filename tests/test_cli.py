@@ -237,3 +237,14 @@ def test_gemm_provider_errors_before_training(args, words, tmp_path, capsys, mon
     code, out, err = run(["train", "--out", tmp_path / "r", *args, *SMALL], capsys)
     msg = one_line_error(code, err)
     assert all(w in msg for w in words) and "data:" not in out, msg
+
+
+def test_startup_sigint_is_the_mint_commands_not_its_spawned_childrens():
+    "Ctrl-C during start-up prints 'mint: interrupted' once: the handler is installed in the `mint` command's process, not in a process it spawns (the decoding process inherits its argv)."
+    import subprocess, sys
+    code = ("import sys, signal; sys.argv = ['/venv/bin/mint', 'serve']; import mint; "
+            "print(signal.getsignal(signal.SIGINT) is mint._startup_sigint and mint._startup_sigint is not None)")
+    as_command = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    as_child = subprocess.run([sys.executable, "-c", code, "--multiprocessing-fork"], capture_output=True, text=True, check=True)
+    assert as_command.stdout.split()[-1] == "True", as_command
+    assert as_child.stdout.split()[-1] == "False", as_child
