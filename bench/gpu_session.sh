@@ -20,7 +20,6 @@
 #      block sizes over each ladder's rungs (mint.kernels.sweep_blocks) and write bench/results/gpu_cells/*.json,
 #      copied to $OUT (commit them; then tools/run_notebooks.py on the CPU shows them through show_gpu_record)
 #   Q: the server's decoding process on the GPU (whole and streamed), then chapter 27 executed on the GPU (<= 560 s)
-#   Q2: the decoding process in 3 rounds and sampled, then bench_scale at d512 (<= 480 s)
 #   S: batched GPU serving and warm start (issue 18): bench_serve.py greedy and sampled, batch_decode_check.py, bench_startup.py (<= 300 s)
 #   U: issue 19 — the tape on the GPU (bench/tape_bench.py), the Muon step as a CUDA graph (bench/muon_step_bench.py),
 #      Muon vs AdamW at medium; YM / YT: the 5-minute budget headline, Mint / the PyTorch peer, one call each
@@ -152,21 +151,6 @@ elif [ "$PART" = Q ]; then
       --timeout $((left - 8)) ) > $L/run_notebooks_27.log 2>&1
   echo "chapter 27: exit $? at ${SECONDS}s"; grep -v WARNING $L/run_notebooks_27.log | tail -4
   tar cf "$OUT/q.tar" nbs/27_recompute.ipynb bench/results/gpu_cells -C /tmp qlogs 2>/dev/null; ls -la "$OUT"
-elif [ "$PART" = Q2 ]; then
-  # Q2 (issue 18 and 17, <= 480 s): the decoding process again, 3 rounds of whole replies and one sampled (the spread
-  #    Q's single round lacked), then bench_scale at d512 (PyTorch bf16 + compile first; cuBLAS bf16, then v8); $OUT/q2.tar
-  L=/tmp/q2logs; mkdir -p $L
-  ( time timeout 150 python3 bench/bench_serve.py --device cuda --clients 1 16 64 --slots 64 --requests 8 --rounds 3 \
-      --decode process ) > $L/bench_serve_cuda.log 2>&1
-  echo "bench_serve: exit $? at ${SECONDS}s"; grep -E "^\|" $L/bench_serve_cuda.log | tail -5
-  ( time timeout 70 python3 bench/bench_serve.py --device cuda --clients 1 16 64 --slots 64 --requests 8 --rounds 1 \
-      --decode process --temperature 0.7 ) > $L/bench_serve_cuda_sampled.log 2>&1
-  echo "bench_serve sampled: exit $? at ${SECONDS}s"; grep -E "^\|" $L/bench_serve_cuda_sampled.log | tail -5
-  cp bench/results/serve_cuda.jsonl $L/ 2>/dev/null
-  left=$((470 - SECONDS)); [ $left -gt 60 ] && ( time timeout $left python3 bench/bench_scale.py --configs d512 --mint bf16 \
-      --bf16-gemm cublas-bf16 tc --torch bf16 --peer-first --steps 3 --rounds 2 --budget-s $((left - 20)) --out $L ) > $L/bench_scale.log 2>&1
-  echo "bench_scale: exit $? at ${SECONDS}s"; tail -10 $L/bench_scale.log
-  tar cf "$OUT/q2.tar" -C /tmp q2logs 2>/dev/null; ls -la "$OUT"
 elif [ "$PART" = S ]; then
   # S: issue 18's batched GPU serving (<= 300 s): the server at 1/4/16/64 clients, greedy then sampled (bench_serve.py;
   #    each row splits the ms per step into the forward, picking the tokens and the rest), the batched decode step
