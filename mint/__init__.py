@@ -18,8 +18,8 @@ def _startup_sigint(signum, frame):
     "Ctrl-C while the `mint` command is still starting (numba and NumPy load first): one line and exit code 130, no traceback."
     import os
     os.write(2, b"mint: interrupted\n"); os._exit(130)
-# the `mint` console script itself, not a process it spawned (a spawned child inherits its argv, and Ctrl-C is its parent's)
-if _sys.argv and _sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1].split(".")[0] == "mint" and "--multiprocessing-fork" not in getattr(_sys, "orig_argv", ()):
+_spawned = "--multiprocessing-fork" in _sys.orig_argv          # a process the command spawned: it inherits the argv, Ctrl-C is its parent's
+if _sys.argv and _sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1].split(".")[0] == "mint" and not _spawned:   # the `mint` console script:
     import signal as _signal                                     # handled before the heavy imports below; main() takes over
     _signal.signal(_signal.SIGINT, _startup_sigint)
 else: _startup_sigint = None
