@@ -129,7 +129,7 @@ elif [ "$PART" = V ]; then
   #    rewritten); everything in $OUT/v.tar
   L=/tmp/vlogs; mkdir -p $L
   ( time timeout 90 python3 bench/wgmma_probe.py ) > "$L/wgmma_probe.log" 2>&1; echo "probe exit $? at ${SECONDS}s"
-  grep -E "^\||checked|Error|assert" "$L/wgmma_probe.log" | tail -14; cp "$OUT/wgmma_probe.json" "$L/" 2>/dev/null
+  grep -E "^\||checked|widths|Error|assert" "$L/wgmma_probe.log" | tail -15; cp "$OUT/wgmma_probe.json" "$L/" 2>/dev/null
   if [ "${NB24:-1}" = 1 ]; then              # NB24=0: the probe alone (its JSON is the record chapter 24 shows)
     ( time timeout 170 python3 tools/run_notebooks.py nbs/24_tensor_cores.ipynb -j 1 --timeout 160 ) > "$L/run_24.log" 2>&1
     echo "24 exit $? at ${SECONDS}s"; tail -4 "$L/run_24.log"

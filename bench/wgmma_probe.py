@@ -47,6 +47,19 @@ def main():
                    v7=flop / time_device(lambda: TC.tc_gemm(da, db, dc, None, ta, tb, 7)) / 1e12)
         out["timings"].append(row)
         print(f"| {label:20s} | cuBLAS bf16 {row['cublas_bf16']:6.1f} | v8 {row['v8']:6.1f} ({row['v8'] / row['cublas_bf16']:.2f}x) | v7 {row['v7']:6.1f} |", flush=True)
+    # the two block widths on their own at 4096³ (NT, one split): V8_SPEED, the relative speed v8_plan weighs them by
+    a, b, a16, b16, _ = TC.tc_problem(4096, 4096, 4096, False, True, seed=1)
+    da, db, dc = cuda.to_device(a16), cuda.to_device(b16), cuda.device_array((4096, 4096), np.float32)
+    ptr = lambda x: x.device_ctypes_pointer.value
+    widths = {}
+    for bn in TC.V8_STAGES:
+        k = TC.make_tc_kernel(8, False, None, False, True, bn)
+        run = lambda: k[(4096 // bn, 32, 1), 256, 0, TC.v8_shared_bytes(bn)](ptr(da), ptr(db), ptr(dc), 0, 4096, 4096, 4096,
+                                                                            4096, 4096, 4096, 0, 4096, 0)
+        widths[bn] = 2.0 * 4096 ** 3 / time_device(run) / 1e12
+    out["block_widths_4096"] = {str(bn): dict(tflops=t, relative=t / widths[256]) for bn, t in widths.items()}
+    print("v8 block widths at 4096³ NT:", ", ".join(f"128x{bn} {t:.1f} TFLOP/s ({t / widths[256]:.2f})" for bn, t in widths.items()),
+          f"(V8_SPEED now {TC.V8_SPEED})", flush=True)
     dest = Path(os.environ.get("OUT", "bench/results")) / "wgmma_probe.json"
     dest.write_text(json.dumps(out, indent=1) + "\n")
     print("wrote", dest)

@@ -617,26 +617,33 @@ __device__ __forceinline__ void cp16(u32 s, const bf16_t* g, bool ok) {   // 16 
 }
 
 // K-major slab: rows r0.. (of R) of a matrix stored [R][K], columns k0..k0+63. FULL: the block's tile lies inside.
+// Thread tid copies chunk tid % 8 of rows tid / 8, + 32, + 64, ...: the trip count is fixed at compile time, so the
+// loop unrolls into rows / 32 copies whose addresses differ by constants (a loop `for (c = tid; c < rows * 8; c += 256)`
+// does not unroll: its trip count depends on tid).
 template <bool FULL>
 __device__ __forceinline__ void load_kmajor(u32 dst, const bf16_t* src, i64 ld, i64 r0, i64 R, i64 k0, i64 K, int rows, int tid) {
+  const int ch = tid & 7, r = tid >> 3;
+  const u32 s = dst + r * 128 + ((ch ^ (r & 7)) << 4);                    // + 32 rows: + 4096 bytes, the same swizzle
+  const bf16_t* g = src + (r0 + r) * ld + k0 + ch * 8;
 #pragma unroll
-  for (int c = tid; c < rows * 8; c += 256) {
-    const int r = c >> 3, ch = c & 7;
-    const bool ok = FULL || (r0 + r < R && k0 + ch * 8 < K);
-    cp16(dst + r * 128 + ((ch ^ (r & 7)) << 4), ok ? src + (r0 + r) * ld + k0 + ch * 8 : src, ok);
+  for (int i = 0; i < rows / 32; i++) {
+    const bool ok = FULL || (r0 + r + 32 * i < R && k0 + ch * 8 < K);
+    cp16(s + i * 32 * 128, ok ? g + (i64)(32 * i) * ld : src, ok);
   }
 }
 
 // MN-major slab: k-rows k0..k0+63 (of K) of a matrix stored [K][C], columns c0.. (of C), in atoms of 64 columns.
+// A k-row is cpr = cols / 8 chunks; thread tid copies chunk tid % cpr of k-rows tid / cpr, + 256 / cpr, ... (8 or 16
+// rows apart, so kr % 8 and the swizzle stay the same): again a fixed trip count, cpr / 4.
 template <bool FULL>
 __device__ __forceinline__ void load_mnmajor(u32 dst, const bf16_t* src, i64 ld, i64 c0, i64 C, i64 k0, i64 K, int cols, int tid) {
-  const int cpr = cols / 8;
+  const int cpr = cols / 8, cc = tid % cpr, kr = tid / cpr, ch = cc & 7, step = 256 / cpr;
+  const u32 s = dst + (cc >> 3) * ATOM + (kr >> 3) * 1024 + (kr & 7) * 128 + ((ch ^ (kr & 7)) << 4);
+  const bf16_t* g = src + (k0 + kr) * ld + c0 + cc * 8;
 #pragma unroll
-  for (int c = tid; c < 64 * cpr; c += 256) {
-    const int kr = c / cpr, cc = c % cpr, ch = cc & 7;
-    const bool ok = FULL || (k0 + kr < K && c0 + cc * 8 < C);
-    cp16(dst + (cc >> 3) * ATOM + (kr >> 3) * 1024 + (kr & 7) * 128 + ((ch ^ (kr & 7)) << 4),
-         ok ? src + (k0 + kr) * ld + c0 + cc * 8 : src, ok);
+  for (int i = 0; i < cpr / 4; i++) {
+    const bool ok = FULL || (k0 + kr + step * i < K && c0 + cc * 8 < C);
+    cp16(s + i * step * 128, ok ? g + (i64)(step * i) * ld : src, ok);
   }
 }
 
