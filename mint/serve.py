@@ -775,12 +775,14 @@ def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: S
         loop, q = asyncio.get_running_loop(), asyncio.Queue()
         threading.Thread(target=_pump, args=(it, loop, q, stop), name="mint-stream", daemon=True).start()
         try:
-            while (c := await q.get()) is not None:
-                if isinstance(c, Exception):            # after the headers: the status is sent, so the stream says it
-                    yield _stream_error(c)
-                    yield "data: [DONE]\n\n"
-                    break
-                yield c
+            while True:                                  # this stream's events that are ready go out as one write: when the
+                ready = [await q.get()]                  # loop falls behind under load, one send carries several
+                while not q.empty(): ready.append(q.get_nowait())
+                end = next((i for i, c in enumerate(ready) if c is None or isinstance(c, Exception)), None)
+                if end is None: yield "".join(ready); continue
+                tail = [_stream_error(ready[end]), "data: [DONE]\n\n"] if ready[end] is not None else []
+                if text := "".join(ready[:end] + tail): yield text     # after the headers, a failure is told in the stream
+                break
         finally: stop.set()                              # the end, or Starlette cancelling us when the client disconnects
     async def streamed(): return StreamingResponse(chunks(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
     return streamed()
