@@ -453,7 +453,8 @@ def _gone_body(e: DecoderGone) -> dict:
 
 # %% ../nbs/41_serve.ipynb #f6fb3973
 class DecodeProcess:
-    "A `Batcher` in a process of its own (`_decode_main`), with the `Batcher`'s `tokens` and `status`; `close()` ends it."
+    "A `Batcher` in a process of its own (`_decode_main`), with the `Batcher`'s `tokens` and `status`; `close()` ends it. A request that hears nothing for `quiet_s` seconds asks the process's `status`: one that does not answer (stopped, hung) ends it with `DecoderGone`, not a wait without end."
+    quiet_s = 5.0
     def __init__(self, params, cfg: ModelConfig, slots: int = 16, device: str = "cpu", start_timeout: float = 900):
         import multiprocessing
         from mint import serve                            # the child imports its target by name: the package's, also from a notebook
@@ -513,9 +514,14 @@ def tokens(self: DecodeProcess, prompt_ids, cap: int, s: Sampling, rng, cancel=N
     self.queues[rid] = q
     try:
         self._send(("add", rid, prompt, int(cap), dataclasses.asdict(s), rng))    # the settings say whether it wants each token as made
+        last = time.monotonic()
         while cancel is None or not cancel.is_set():
-            try: kind, x = q.get(timeout=None if cancel is None else 0.1)
-            except queue.Empty: continue
+            try: kind, x = q.get(timeout=self.quiet_s if cancel is None else 0.1)
+            except queue.Empty:                       # nothing for quiet_s (a whole reply hears nothing until its end):
+                if time.monotonic() - last >= self.quiet_s:   # does the process still answer? DecoderGone if stopped or hung
+                    self.status(); last = time.monotonic()
+                continue
+            last = time.monotonic()
             if kind == "end":
                 done, (error, state) = True, x
                 if state is not None: rng.bit_generator.state = state

@@ -383,10 +383,16 @@ def test_the_decoding_process_dies_mid_stream():
             assert "restart the server" in r.json()["error"]["message"], r.text
 
 
-def test_a_stopped_decoding_process_is_a_503_not_a_hang():
-    "The decoding process stopped (SIGSTOP: alive, not answering): /health answers a JSON 503 within seconds, and once it runs again /health answers its own question (not the late answer to the earlier one)."
+def test_a_stopped_decoding_process_is_a_503_not_a_hang(monkeypatch):
+    "The decoding process stopped (SIGSTOP: alive, not answering): /health answers a JSON 503 within seconds; a whole reply and a stream that hear nothing for `quiet_s` ask, and end as a JSON 503 and an error event (they waited without end before); once it runs again /health answers its own question (not the late answer to the earlier one)."
     import httpx, multiprocessing, signal
+    from mint.serve import DecodeProcess
+    monkeypatch.setattr(DecodeProcess, "quiet_s", 1.0)
     before = set(multiprocessing.active_children())
+    body = {"model": "frozen", "prompt": "中国", "max_tokens": 5, "temperature": 0}
+    def stream_events(base):
+        with httpx.stream("POST", base + "/v1/completions", json={**body, "stream": True}, timeout=30) as r:
+            return [l for l in r.iter_lines() if l]
     with endless_server("frozen", 2, 16, 1, 512) as base:
         child = new_decoding_child(before)
         os.kill(child.pid, signal.SIGSTOP)
@@ -394,8 +400,14 @@ def test_a_stopped_decoding_process_is_a_503_not_a_hang():
             t0 = time.time()
             h = httpx.get(base + "/health", timeout=30)
             assert h.status_code == 503 and "did not answer" in h.json()["error"] and time.time() - t0 < 15, h.text
+            with ThreadPoolExecutor(2) as ex:
+                whole = ex.submit(httpx.post, base + "/v1/completions", json=body, timeout=30)
+                events = ex.submit(stream_events, base)
+                r, ev = whole.result(), events.result()
+            assert r.status_code == 503 and r.json()["error"]["code"] == "decoder_unavailable", r.text
+            assert "did not answer" in r.json()["error"]["message"], r.text
+            assert ev[-1] == "data: [DONE]" and json.loads(ev[-2][6:])["error"]["code"] == "decoder_unavailable", ev[-3:]
         finally: os.kill(child.pid, signal.SIGCONT)
-        body = {"model": "frozen", "prompt": "中国", "max_tokens": 5, "temperature": 0}
         assert httpx.post(base + "/v1/completions", json=body, timeout=60).status_code == 200
         s = httpx.get(base + "/health", timeout=30).json()["slots"]
         assert s["busy"] == 0 and s["steps"] >= 5, s
