@@ -19,8 +19,8 @@ from .tokenizer import TextStream, BPETokenizer
 __all__ = ['MAX_N', 'MAX_SEED', 'MAX_INT', 'MAX_MESSAGES', 'LOCAL_NAMES', 'ANY_ADDRESS', 'MAX_BODY', 'CHAT_PAGE', 'PAGE_CSP',
            'RequestError', 'BigInt', 'Sampling', 'parse_sampling', 'chat_prompt', 'completion_prompt', 'Token',
            'log_softmax', 'generate_text', 'run_generation', 'pick_tokens', 'check_prompt', 'Batcher', 'DecoderGone',
-           'DecodeProcess', 'host_name', 'is_loopback', 'Guard', 'check_exposure', 'token_bytes', 'parse_body',
-           'create_app', 'listen', 'serve']
+           'ServerStopping', 'Replies', 'DecodeProcess', 'host_name', 'is_loopback', 'Guard', 'check_exposure',
+           'token_bytes', 'parse_body', 'create_app', 'listen', 'serve']
 
 # %% ../nbs/41_serve.ipynb #56cbafa1
 class RequestError(ValueError):
@@ -446,10 +446,23 @@ def _decode_main(conn) -> None:
 
 # %% ../nbs/41_serve.ipynb #eff00118
 class DecoderGone(RuntimeError): "The decoding process has ended or does not answer: the server cannot decode until it restarts."
+class ServerStopping(RuntimeError): "The server is stopping (Ctrl-C): the replies in flight end now."
 
-def _gone_body(e: DecoderGone) -> dict:
-    "OpenAI's error object for a server that cannot decode (sent with 503)."
-    return {"error": {"message": str(e), "type": "server_error", "param": None, "code": "decoder_unavailable"}}
+def _gone_body(e: DecoderGone | ServerStopping) -> dict:
+    "OpenAI's error object for a server that cannot decode, or is stopping (sent with 503)."
+    return {"error": {"message": str(e), "type": "server_error", "param": None,
+                      "code": "server_stopping" if isinstance(e, ServerStopping) else "decoder_unavailable"}}
+
+class Replies:
+    "The replies in flight of one app: `stop()` (the server is stopping) ends each now — a stream with an error event and [DONE], a whole reply with a 503 — so that the server stops in time, and no client is cut off mid-message."
+    def __init__(self): self.stopping, self.streams = threading.Event(), set()    # streams: (event loop, queue) of each
+    def check(self) -> None:
+        if self.stopping.is_set(): raise ServerStopping("the server is stopping; send the request again when it is back")
+    def stop(self) -> None:
+        self.stopping.set()
+        for loop, q in list(self.streams):
+            with contextlib.suppress(RuntimeError):       # its loop already closed
+                loop.call_soon_threadsafe(q.put_nowait, ServerStopping("the server stopped while this reply was streamed"))
 
 # %% ../nbs/41_serve.ipynb #f6fb3973
 class DecodeProcess:
@@ -732,7 +745,7 @@ def _events(params, cfg, tok, ids, s: Sampling, rng, batcher, stop, chat: bool, 
 def _stream_error(e: Exception) -> str:
     "The event that ends a stream which failed after its headers were sent: OpenAI's error object (a bug of ours is logged and named as no internals)."
     if isinstance(e, RequestError): return "data: " + json.dumps(e.body(), ensure_ascii=False) + "\n\n"
-    if isinstance(e, DecoderGone): return "data: " + json.dumps(_gone_body(e), ensure_ascii=False) + "\n\n"
+    if isinstance(e, (DecoderGone, ServerStopping)): return "data: " + json.dumps(_gone_body(e), ensure_ascii=False) + "\n\n"
     logging.getLogger("mint.serve").error("a streamed reply failed", exc_info=e)
     return "data: " + json.dumps({"error": {"message": "internal error while streaming (the server logged it)", "type": "server_error",
                                              "param": None, "code": None}}) + "\n\n"
@@ -752,8 +765,9 @@ def _pump(it, loop, q, stop: threading.Event) -> None:
 
 
 # %% ../nbs/41_serve.ipynb #303006a8
-def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: Sampling, request=None):
-    "A coroutine giving the reply to one request for `ids`: the whole JSON response, or with `s.stream` the `StreamingResponse` of `_events` (a client that goes away frees its batch slot at once)."
+def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: Sampling, request=None, replies: Replies | None = None):
+    "A coroutine giving the reply to one request for `ids`: the whole JSON response, or with `s.stream` the `StreamingResponse` of `_events` (a client that goes away frees its batch slot at once; `replies.stop()` ends it at once)."
+    replies = replies or Replies()
     from starlette.responses import JSONResponse, StreamingResponse
     from starlette.concurrency import run_in_threadpool
     rid, now = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex, int(time.time())
@@ -767,8 +781,9 @@ def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: S
             return [run_generation(params, cfg, tok, ids, s, rng, batcher, gone) for _ in range(s.n)]
         async def whole():
             job = asyncio.ensure_future(run_in_threadpool(all_choices))
-            while request is not None and not gone.is_set() and not (await asyncio.wait({job}, timeout=0.25))[0]:
-                if await request.is_disconnected(): gone.set()
+            while not (await asyncio.wait({job}, timeout=0.25))[0]:
+                if replies.stopping.is_set(): gone.set(); replies.check()      # ServerStopping: a 503
+                if request is not None and not gone.is_set() and await request.is_disconnected(): gone.set()
             outs = await job
             return JSONResponse({"id": rid, "object": obj, "created": now, "model": model_id,
                                  "choices": [choice(i, text, finish, toks=toks) for i, (text, finish, _, toks) in enumerate(outs)],
@@ -780,6 +795,7 @@ def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: S
                      {"id": rid, "object": obj + (".chunk" if chat else ""), "created": now, "model": model_id}, choice, usage)
         loop, q = asyncio.get_running_loop(), asyncio.Queue()
         threading.Thread(target=_pump, args=(it, loop, q, stop), name="mint-stream", daemon=True).start()
+        replies.streams.add((loop, q))
         try:
             while True:                                  # this stream's events that are ready go out as one write: when the
                 ready = [await q.get()]                  # loop falls behind under load, one send carries several
@@ -789,7 +805,9 @@ def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: S
                 tail = [_stream_error(ready[end]), "data: [DONE]\n\n"] if ready[end] is not None else []
                 if text := "".join(ready[:end] + tail): yield text     # after the headers, a failure is told in the stream
                 break
-        finally: stop.set()                              # the end, or Starlette cancelling us when the client disconnects
+        finally:
+            stop.set()                                   # the end, or Starlette cancelling us when the client disconnects
+            replies.streams.discard((loop, q))
     async def streamed(): return StreamingResponse(chunks(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
     return streamed()
 
@@ -812,6 +830,7 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
     created = int(time.time())
     log = logging.getLogger("mint.serve")
     batcher = (DecodeProcess if decode_process else Batcher)(params, cfg, slots, device) if slots else None   # slots=0: a Decoder per request (CPU)
+    replies = Replies()                                  # serve() calls its stop() at Ctrl-C
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -850,9 +869,10 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
             try:
                 s, ids = await run_in_threadpool(prepare, await _read_body(request), chat)
                 if getattr(batcher, "dead", None): raise DecoderGone(batcher.dead)   # before a stream's headers
-                return await _reply(params, cfg, tok, model_id, batcher, chat, ids, s, request)
+                replies.check()
+                return await _reply(params, cfg, tok, model_id, batcher, chat, ids, s, request, replies)
             except RequestError as e: return error(e)
-            except DecoderGone as e: return JSONResponse(_gone_body(e), 503)
+            except (DecoderGone, ServerStopping) as e: return JSONResponse(_gone_body(e), 503)
             except _Disconnected: return JSONResponse({"error": {"message": "the client disconnected", "type": "invalid_request_error",
                                                                  "param": None, "code": None}}, 400)
             except Exception:
@@ -874,7 +894,9 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
     if cors:
         from starlette.middleware.cors import CORSMiddleware
         app = CORSMiddleware(app, allow_origins=list(cors), allow_methods=["GET", "POST"], allow_headers=["authorization", "content-type"])
-    return Guard(app, host, allow_hosts, cors, api_key)
+    guard = Guard(app, host, allow_hosts, cors, api_key)
+    guard.replies = replies
+    return guard
 
 # %% ../nbs/41_serve.ipynb #3190227d
 _PAGE_STYLE = """
@@ -1047,4 +1069,6 @@ def serve(params, cfg: ModelConfig, tok, model_id: str = "mint", host: str = "12
     log(f"Mint serves {model_id!r} on the {device.upper() if device == 'cuda' else 'CPU'}, {slots} requests at a time: chat page {url}/, "
         f"OpenAI API {url}/v1 (/chat/completions, /completions, /models); Ctrl-C stops")
     sys.stdout.flush()
-    with sock: uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=3)).run(sockets=[sock])
+    class Server(uvicorn.Server):                        # Ctrl-C: the replies in flight end first, then uvicorn stops
+        def handle_exit(self, sig, frame): app.replies.stop(); super().handle_exit(sig, frame)
+    with sock: Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=3)).run(sockets=[sock])

@@ -413,6 +413,51 @@ def test_a_stopped_decoding_process_is_a_503_not_a_hang(monkeypatch):
         assert s["busy"] == 0 and s["steps"] >= 5, s
 
 
+ENDLESS_SERVE = """
+import sys
+from mint.core import ModelConfig
+from mint.model import init_params, views
+from mint.vocab import Vocab, EOS
+from mint.serve import serve
+if __name__ == "__main__":
+    voc = Vocab.build(["中国人民银行今天宣布经济发展"], min_count=1)
+    cfg = ModelConfig(vocab_size=len(voc), d_model=128, n_heads=4, n_layers=4, max_seq_len=4096)
+    P = init_params(cfg, seed=0); views(P, cfg).lm_b[EOS] = -1e4
+    try: serve(P, cfg, voc, "endless", port=int(sys.argv[1]), slots=2)
+    except KeyboardInterrupt: sys.exit(130)          # as the mint command does
+"""
+
+
+def test_ctrl_c_ends_the_replies_in_flight_cleanly(tmp_path):
+    "Ctrl-C while a stream and a whole reply are in flight (an untrained model that never says <eos>, 4,000 tokens asked): the stream ends with a server_stopping error event and [DONE] (not a connection cut mid-message), the whole reply is a JSON 503, the server exits within seconds, and prints no traceback (uvicorn cancelled the streams after 3 s and printed a CancelledError each)."
+    import httpx, signal
+    port = free_port()
+    script = tmp_path / "endless.py"; script.write_text(ENDLESS_SERVE)
+    err = open(tmp_path / "err.txt", "w+")
+    proc = subprocess.Popen([sys.executable, str(script), str(port)], env=mint_env(), stdout=subprocess.PIPE, stderr=err, text=True)
+    try:
+        assert "Mint serves" in proc.stdout.readline()
+        base, body = f"http://127.0.0.1:{port}", {"model": "endless", "prompt": "中国", "max_tokens": 4000, "temperature": 0}
+        def stream():
+            with httpx.stream("POST", base + "/v1/completions", json={**body, "stream": True}, timeout=60) as r:
+                return [l for l in r.iter_lines() if l]
+        with ThreadPoolExecutor(2) as ex:
+            events, whole = ex.submit(stream), ex.submit(httpx.post, base + "/v1/completions", json=body, timeout=60)
+            deadline = time.time() + 30                  # both in the batch: the server has decoded for both
+            while httpx.get(base + "/health").json()["slots"]["busy"] < 2 and time.time() < deadline: time.sleep(0.05)
+            t0 = time.time()
+            proc.send_signal(signal.SIGINT)
+            ev, r = events.result(), whole.result()
+        proc.wait(20)
+        assert time.time() - t0 < 10, time.time() - t0
+        assert ev[-1] == "data: [DONE]" and json.loads(ev[-2][6:])["error"]["code"] == "server_stopping", ev[-3:]
+        assert r.status_code == 503 and r.json()["error"]["code"] == "server_stopping", r.text
+        err.seek(0); text = err.read()
+        assert "CancelledError" not in text and "Exception in ASGI" not in text, text
+    finally:
+        if proc.poll() is None: proc.kill(); proc.wait()
+
+
 def test_a_batch_fills_past_the_worker_pool_default():
     "48 slots and 48 clients at once, not streamed (a request whose reply is one JSON holds a worker thread until its last token, and anyio's default pool of 40 would cap the batch at 40): more than 40 share a batched step, and every reply is whole. The model never says <eos> and each reply is 600 tokens, so all 48 are in flight together even on a busy machine."
     import httpx
