@@ -819,16 +819,41 @@ def _room_for(slots: int) -> None:
     if lim.total_tokens < 2 * slots + 8: lim.total_tokens = 2 * slots + 8
 
 
+# %% ../nbs/41_serve.ipynb #78cd53c7
+def _error_response(e: Exception, headers: dict | None = None):
+    "The JSON error a request ends with: its own status for what the request got wrong (`RequestError`; 400 when the client left mid-body), 503 when the server cannot decode or is stopping, 500 for a bug of ours (logged; the reply names no internals)."
+    from starlette.responses import JSONResponse
+    if isinstance(e, RequestError): return JSONResponse(e.body(), status_code=e.status, headers=headers)
+    if isinstance(e, (DecoderGone, ServerStopping)): return JSONResponse(_gone_body(e), 503)
+    if isinstance(e, _Disconnected): return _error_response(RequestError("the client disconnected"))
+    logging.getLogger("mint.serve").error("internal error", exc_info=e)
+    return JSONResponse({"error": {"message": "internal error (the server logged it)", "type": "server_error", "param": None, "code": None}}, 500)
+
+async def _no_route(request, exc):
+    "404 and 405 as OpenAI-style JSON: a 405 names the methods the path takes (and sends the Allow header)."
+    if exc.status_code == 405:
+        allow = ", ".join(sorted(exc.headers["Allow"].split(", ")))
+        e = RequestError(f"{request.url.path} does not take {request.method}; it takes {allow}", None, 405, "method_not_allowed")
+        return _error_response(e, {"Allow": allow})
+    return _error_response(RequestError(f"no route {request.method} {request.url.path}; this server has / (a chat page), /v1/models, "
+                                        f"/v1/chat/completions and /v1/completions", None, exc.status_code))
+
+async def _page(request):
+    "The chat page, under a Content-Security-Policy that lets only its own script and style run."
+    from starlette.responses import HTMLResponse
+    return HTMLResponse(CHAT_PAGE, headers={"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosniff",
+                                            "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
+
+
 # %% ../nbs/41_serve.ipynb #b07b7f77
 def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: str = "127.0.0.1", allow_hosts=(),
                cors=(), api_key: str | None = None, slots: int = 16, device: str = "cpu", decode_process: bool = True):
     "The ASGI app serving one model under `model_id` — /v1/models, /v1/chat/completions, /v1/completions, the chat page at / and /health — behind a `Guard` (Host, Origin, API key, JSON only); requests share a `Batcher` of `slots` sequences on `device`, in a `DecodeProcess` of its own unless `decode_process=False` (a thread of this process)."
     from starlette.applications import Starlette
-    from starlette.responses import JSONResponse, HTMLResponse
+    from starlette.responses import JSONResponse
     from starlette.routing import Route
     params = np.asarray(params, np.float32)
     created = int(time.time())
-    log = logging.getLogger("mint.serve")
     batcher = (DecodeProcess if decode_process else Batcher)(params, cfg, slots, device) if slots else None   # slots=0: a Decoder per request (CPU)
     replies = Replies()                                  # serve() calls its stop() at Ctrl-C
 
@@ -837,8 +862,6 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
         try: yield
         finally:
             if isinstance(batcher, DecodeProcess): batcher.close()
-
-    def error(e: RequestError): return JSONResponse(e.body(), status_code=e.status)
 
     async def models(request):
         return JSONResponse({"object": "list", "data": [{"id": model_id, "object": "model", "created": created, "owned_by": "mint",
@@ -849,10 +872,6 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
         try: slots = await run_in_threadpool(batcher.status) if batcher else None
         except DecoderGone as e: return JSONResponse({"status": "error", "error": str(e)}, 503)
         return JSONResponse({"status": "ok", "slots": slots})
-
-    async def page(request):
-        return HTMLResponse(CHAT_PAGE, headers={"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosniff",
-                                                "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
 
     def prepare(raw: bytes, chat: bool):
         "All of a request's own work before it joins the batch, in its worker thread (never in the event loop or the batch's thread)."
@@ -871,26 +890,12 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
                 if getattr(batcher, "dead", None): raise DecoderGone(batcher.dead)   # before a stream's headers
                 replies.check()
                 return await _reply(params, cfg, tok, model_id, batcher, chat, ids, s, request, replies)
-            except RequestError as e: return error(e)
-            except (DecoderGone, ServerStopping) as e: return JSONResponse(_gone_body(e), 503)
-            except _Disconnected: return JSONResponse({"error": {"message": "the client disconnected", "type": "invalid_request_error",
-                                                                 "param": None, "code": None}}, 400)
-            except Exception:
-                log.exception("internal error")
-                return JSONResponse({"error": {"message": "internal error (the server logged it)", "type": "server_error",
-                                               "param": None, "code": None}}, 500)
+            except Exception as e: return _error_response(e)
         return handle
 
-    async def not_found(request, exc):
-        if exc.status_code == 405:                       # the path exists: say which methods it takes (and the Allow header)
-            allow = ", ".join(sorted(exc.headers["Allow"].split(", ")))
-            e = RequestError(f"{request.url.path} does not take {request.method}; it takes {allow}", None, 405, "method_not_allowed")
-            return JSONResponse(e.body(), 405, headers={"Allow": allow})
-        return error(RequestError(f"no route {request.method} {request.url.path}; this server has / (a chat page), /v1/models, "
-                                  f"/v1/chat/completions and /v1/completions", None, exc.status_code))
-    routes = [Route("/", page, methods=["GET"]), Route("/health", health, methods=["GET"]), Route("/v1/models", models, methods=["GET"]),
+    routes = [Route("/", _page, methods=["GET"]), Route("/health", health, methods=["GET"]), Route("/v1/models", models, methods=["GET"]),
               Route("/v1/chat/completions", endpoint(True), methods=["POST"]), Route("/v1/completions", endpoint(False), methods=["POST"])]
-    app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found}, lifespan=lifespan)
+    app = Starlette(routes=routes, exception_handlers={404: _no_route, 405: _no_route}, lifespan=lifespan)
     if cors:
         from starlette.middleware.cors import CORSMiddleware
         app = CORSMiddleware(app, allow_origins=list(cors), allow_methods=["GET", "POST"], allow_headers=["authorization", "content-type"])
