@@ -134,7 +134,7 @@ elif [ "$PART" = V ]; then
     ( time timeout 170 python3 tools/run_notebooks.py nbs/24_tensor_cores.ipynb -j 1 --timeout 160 ) > "$L/run_24.log" 2>&1
     echo "24 exit $? at ${SECONDS}s"; tail -4 "$L/run_24.log"
   fi
-  tar cf "$OUT/v.tar" nbs/24_tensor_cores.ipynb bench/results/tensor_cores_h200.json bench/results/tensor_cores_v8_h200.json -C /tmp vlogs 2>/dev/null
+  tar cf "$OUT/v.tar" nbs/24_tensor_cores.ipynb bench/results/tensor_cores_h200.json bench/results/tensor_cores_v8_h200.json bench/results/gpu_cells/24_tensor_cores.json -C /tmp vlogs 2>/dev/null
 elif [ "$PART" = Q ]; then
   # Q (issue 18 and 17, 2026-12-05 night, <= 560 s): the server's decoding process on the GPU for the first time —
   #    bench_serve at 1/16/64 clients, process and thread side by side, whole replies then streamed — then chapter 27

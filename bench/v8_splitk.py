@@ -1,0 +1,57 @@
+"""Why GEMM v8's split-K products time slowly (chapter 24): each product timed kernel by kernel (as the probe and the
+chapter time it: v8, then the sum of the splits, launched from Python back to back) and replayed as one CUDA graph
+(as training runs it), with cuBLAS bf16 the same two ways, and v8 forced to one split. Prints TFLOP/s and ratios;
+JSON to $OUT/v8_splitk.json (else bench/results/).
+
+    python bench/v8_splitk.py
+"""
+from __future__ import annotations
+import datetime, json, os, sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np                                                      # noqa: E402
+if not hasattr(np, "row_stack"): np.row_stack = np.vstack              # numba-cuda 0.30.4 calls it; numpy >= 2.5 dropped it
+from numba import cuda                                                  # noqa: E402
+from mint import tensor_cores as TC                                     # noqa: E402
+from mint.cublas import cublas_gemm                                     # noqa: E402
+from mint.kernels import time_device, capture                           # noqa: E402
+
+SHAPES = [("d768 qkv dW dYt.X", 2304, 768, 16384, True, False), ("d512 gate-up dW", 3072, 512, 8192, True, False),
+          ("d768 gate-up dW", 4608, 768, 16384, True, False), ("4096³ NT", 4096, 4096, 4096, False, True)]
+
+
+def main():
+    dev = cuda.get_current_device()
+    out = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), device=str(dev.name), rows=[])
+    for label, M, N, K, ta, tb in SHAPES:
+        a, b, a16, b16, _ = TC.tc_problem(M, N, K, ta, tb, seed=1)
+        da, db, dc = cuda.to_device(a16), cuda.to_device(b16), cuda.device_array((M, N), np.float32)
+        flop = 2.0 * M * N * K
+        v8 = lambda: TC.tc_gemm(da, db, dc, None, ta, tb, 8)
+        cub = lambda: cublas_gemm(da, db, dc, None, ta, tb, mode="bf16")
+        v8(); cub(); cuda.synchronize()
+        g8, gc = capture(v8), capture(cub)
+        plan = TC.v8_plan(M, N, K)
+        row = dict(shape=label, M=M, N=N, K=K, plan=plan,
+                   v8_launches=flop / time_device(v8) / 1e12, v8_graph=flop / time_device(g8.launch) / 1e12,
+                   cublas_launches=flop / time_device(cub) / 1e12, cublas_graph=flop / time_device(gc.launch) / 1e12)
+        if plan[1] > 1:                                  # the same product in one split (no workspace, one launch)
+            keep = TC.v8_plan
+            TC.v8_plan = lambda M, N, K, sms=None: (plan[0], 1)
+            try:
+                g1 = capture(v8)
+                row["v8_one_split_graph"] = flop / time_device(g1.launch) / 1e12
+            finally: TC.v8_plan = keep
+        out["rows"].append(row)
+        print(f"{label:20s} plan {plan}: v8 {row['v8_launches']:6.1f} launched, {row['v8_graph']:6.1f} graph"
+              + (f", one split {row['v8_one_split_graph']:6.1f} graph" if 'v8_one_split_graph' in row else "")
+              + f" | cuBLAS {row['cublas_launches']:6.1f} / {row['cublas_graph']:6.1f} | graph ratio {row['v8_graph'] / row['cublas_graph']:.2f}",
+              flush=True)
+    dest = Path(os.environ.get("OUT", "bench/results")) / "v8_splitk.json"
+    dest.write_text(json.dumps(out, indent=1) + "\n")
+    print("wrote", dest)
+
+
+if __name__ == "__main__":
+    main()
