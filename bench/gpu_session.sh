@@ -15,7 +15,7 @@
 #   G: chapter 27 on the GPU (175 s) and the d768 bf16 profile after the glue changes (optional, after Y)
 #   Y: glue check, then bench_scale d768 (+recompute, v7) and d1024 (cuBLAS bf16, v7), PyTorch bf16 first in each (~220 s)
 #   T: tensor cores — bench/bench_scale.py (bf16 with v7 / cuBLAS bf16 and flash-tc vs PyTorch bf16 + compile), chapters 24-27
-#   V: GEMM rung v8 (wgmma) — bench/wgmma_probe.py, chapter 24 executed on the GPU
+#   V: GEMM rung v8 (wgmma) — bench/wgmma_probe.py, bench/v8_splitk.py, chapter 24 executed on the GPU
 #   L: the kernel ladders (issue 21 item 8) — nbdev-test --flags gpu on 03, 05, 07, 10, 11: their #| gpu cells sweep
 #      block sizes over each ladder's rungs (mint.kernels.sweep_blocks) and write bench/results/gpu_cells/*.json,
 #      copied to $OUT (commit them; then tools/run_notebooks.py on the CPU shows them through show_gpu_record)
@@ -130,6 +130,8 @@ elif [ "$PART" = V ]; then
   L=/tmp/vlogs; mkdir -p $L
   ( time timeout 90 python3 bench/wgmma_probe.py ) > "$L/wgmma_probe.log" 2>&1; echo "probe exit $? at ${SECONDS}s"
   grep -E "^\||checked|widths|Error|assert" "$L/wgmma_probe.log" | tail -15; cp "$OUT/wgmma_probe.json" "$L/" 2>/dev/null
+  ( time timeout 60 python3 bench/v8_splitk.py ) > "$L/v8_splitk.log" 2>&1; echo "splitk exit $? at ${SECONDS}s"   # launched vs graph
+  grep -E "plan|Error" "$L/v8_splitk.log" | tail -5; cp "$OUT/v8_splitk.json" "$L/" 2>/dev/null
   if [ "${NB24:-1}" = 1 ]; then              # NB24=0: the probe alone (its JSON is the record chapter 24 shows)
     ( time timeout 170 python3 tools/run_notebooks.py nbs/24_tensor_cores.ipynb -j 1 --timeout 160 ) > "$L/run_24.log" 2>&1
     echo "24 exit $? at ${SECONDS}s"; tail -4 "$L/run_24.log"
