@@ -967,6 +967,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                             'mint.serve.Replies': ('serve.html#replies', 'mint/serve.py'),
                             'mint.serve.Replies.__init__': ('serve.html#replies.__init__', 'mint/serve.py'),
                             'mint.serve.Replies.check': ('serve.html#replies.check', 'mint/serve.py'),
+                            'mint.serve.Replies.said': ('serve.html#replies.said', 'mint/serve.py'),
                             'mint.serve.Replies.stop': ('serve.html#replies.stop', 'mint/serve.py'),
                             'mint.serve.RequestError': ('serve.html#requesterror', 'mint/serve.py'),
                             'mint.serve.RequestError.__init__': ('serve.html#requesterror.__init__', 'mint/serve.py'),

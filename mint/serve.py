@@ -455,14 +455,17 @@ def _gone_body(e: DecoderGone | ServerStopping) -> dict:
 
 class Replies:
     "The replies in flight of one app: `stop()` (the server is stopping) ends each now — a stream with an error event and [DONE], a whole reply with a 503 — so that the server stops in time, and no client is cut off mid-message."
-    def __init__(self): self.stopping, self.streams = threading.Event(), set()    # streams: (event loop, queue) of each
+    def __init__(self): self.stopping, self.waiting = threading.Event(), set()   # (event loop, tell) of each reply in flight
     def check(self) -> None:
         if self.stopping.is_set(): raise ServerStopping("the server is stopping; send the request again when it is back")
+    def said(self, e: Exception) -> Exception:
+        "The error a reply ends with: a decoding process that ended while the server stops (a SIGTERM to the whole process group ends both) is the stop."
+        return ServerStopping("the server is stopping; send the request again when it is back") if isinstance(e, DecoderGone) and self.stopping.is_set() else e
     def stop(self) -> None:
         self.stopping.set()
-        for loop, q in list(self.streams):
+        for loop, tell in list(self.waiting):             # each told on its own loop, at once (a second Ctrl-C does not wait)
             with contextlib.suppress(RuntimeError):       # its loop already closed
-                loop.call_soon_threadsafe(q.put_nowait, ServerStopping("the server stopped while this reply was streamed"))
+                loop.call_soon_threadsafe(tell, ServerStopping("the server stopped while this reply was made"))
 
 # %% ../nbs/41_serve.ipynb #f6fb3973
 class DecodeProcess:
@@ -490,7 +493,8 @@ class DecodeProcess:
             self.close()
             raise RuntimeError(f"the decoding process could not start: {what}")
         self.warm_s, self.queues, self.ids = what, {}, itertools.count()
-        self.lock, self.status_lock, self.status_q = threading.Lock(), threading.Lock(), queue.SimpleQueue()
+        self.lock, self.status_cv = threading.Lock(), threading.Condition()
+        self.asked, self.answer = None, (None, None)      # the status question out (its id, deadline); the last answer (id, status)
         threading.Thread(target=self._read, name="mint-decode-reader", daemon=True).start()
     def _send(self, msg) -> None:
         with self.lock:
@@ -503,18 +507,20 @@ class DecodeProcess:
             try: batch = self.conn.recv()
             except Exception: break                      # EOF, or our end closed by close()
             for rid, kind, x in batch:
-                if kind == "status": self.status_q.put((rid, x))
+                if kind == "status":
+                    with self.status_cv: self.answer = (rid, x); self.status_cv.notify_all()
                 elif (q := self.queues.get(rid)) is not None: q.put((kind, x))
         self.proc.join(2)
         self.dead = self.dead or f"the decoding process ended (exit code {self.proc.exitcode}); restart the server"
         for q in list(self.queues.values()): q.put(("end", (self.dead, None)))
-        self.status_q.put((None, None))
+        with self.status_cv: self.status_cv.notify_all()
     def close(self) -> None:
-        "End the decoding process: 'stop', then terminated if it has not gone in 5 s."
+        "End the decoding process: 'stop', then terminated if it has not gone in 5 s, then killed (a stopped process keeps a SIGTERM pending)."
         with contextlib.suppress(Exception): self._send(("stop",))
         self.dead = self.dead or "the server is stopping"
         self.proc.join(5)
-        if self.proc.is_alive(): self.proc.terminate(); self.proc.join(5)
+        if self.proc.is_alive(): self.proc.terminate(); self.proc.join(2)
+        if self.proc.is_alive(): self.proc.kill(); self.proc.join(5)
         with contextlib.suppress(OSError): self.conn.close()
 
 # %% ../nbs/41_serve.ipynb #b85b8417
@@ -552,16 +558,18 @@ def tokens(self: DecodeProcess, prompt_ids, cap: int, s: Sampling, rng, cancel=N
 
 @patch
 def status(self: DecodeProcess, timeout: float = 5) -> dict:
-    "The batch's `Batcher.status()`; `DecoderGone` if the process has ended or does not answer within `timeout` s."
-    with self.status_lock:
-        ask = next(self.ids)
-        self._send(("status", ask))
-        t_end = time.monotonic() + timeout
-        while True:                                   # an answer to an earlier, timed-out question is dropped
-            try: got, st = self.status_q.get(timeout=max(t_end - time.monotonic(), 0))
-            except queue.Empty: raise DecoderGone(f"the decoding process did not answer in {timeout:g} s (stopped or hung); restart the server") from None
-            if got is None: raise DecoderGone(self.dead)
-            if got == ask: return st
+    "The batch's `Batcher.status()`; `DecoderGone` if the process has ended or does not answer within `timeout` s. Callers at the same time share one question (each waiting request asks now and then: they must not queue up behind each other's timeouts)."
+    with self.status_cv:
+        if self.asked is None:                        # no question out: ask one
+            self.asked = (next(self.ids), time.monotonic() + timeout)
+            self._send(("status", self.asked[0]))
+        ask, t_end = self.asked
+        while self.answer[0] != ask and self.dead is None and time.monotonic() < t_end:
+            self.status_cv.wait(t_end - time.monotonic())
+        if self.asked is not None and self.asked[0] == ask: self.asked = None     # answered or not: the next caller asks anew
+        if self.answer[0] == ask: return self.answer[1]
+        if self.dead is not None: raise DecoderGone(self.dead)
+        raise DecoderGone(f"the decoding process did not answer in {timeout:g} s (stopped or hung); restart the server")
 
 # %% ../nbs/41_serve.ipynb #195abfb7
 LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -781,9 +789,16 @@ def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: S
             return [run_generation(params, cfg, tok, ids, s, rng, batcher, gone) for _ in range(s.n)]
         async def whole():
             job = asyncio.ensure_future(run_in_threadpool(all_choices))
-            while not (await asyncio.wait({job}, timeout=0.25))[0]:
-                if replies.stopping.is_set(): gone.set(); replies.check()      # ServerStopping: a 503
-                if request is not None and not gone.is_set() and await request.is_disconnected(): gone.set()
+            loop = asyncio.get_running_loop()
+            stopped = loop.create_future()                # Replies.stop() sets it: no wait for the next quarter second
+            entry = (loop, lambda e: stopped.done() or stopped.set_result(e))
+            replies.waiting.add(entry)
+            try:
+                while not job.done():
+                    await asyncio.wait({job, stopped}, timeout=0.25, return_when=asyncio.FIRST_COMPLETED)
+                    if not job.done() and replies.stopping.is_set(): gone.set(); replies.check()   # ServerStopping: a 503
+                    if request is not None and not gone.is_set() and await request.is_disconnected(): gone.set()
+            finally: replies.waiting.discard(entry)
             outs = await job
             return JSONResponse({"id": rid, "object": obj, "created": now, "model": model_id,
                                  "choices": [choice(i, text, finish, toks=toks) for i, (text, finish, _, toks) in enumerate(outs)],
@@ -795,19 +810,19 @@ def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: S
                      {"id": rid, "object": obj + (".chunk" if chat else ""), "created": now, "model": model_id}, choice, usage)
         loop, q = asyncio.get_running_loop(), asyncio.Queue()
         threading.Thread(target=_pump, args=(it, loop, q, stop), name="mint-stream", daemon=True).start()
-        replies.streams.add((loop, q))
+        replies.waiting.add((loop, q.put_nowait))
         try:
             while True:                                  # this stream's events that are ready go out as one write: when the
                 ready = [await q.get()]                  # loop falls behind under load, one send carries several
                 while not q.empty(): ready.append(q.get_nowait())
                 end = next((i for i, c in enumerate(ready) if c is None or isinstance(c, Exception)), None)
                 if end is None: yield "".join(ready); continue
-                tail = [_stream_error(ready[end]), "data: [DONE]\n\n"] if ready[end] is not None else []
+                tail = [_stream_error(replies.said(ready[end])), "data: [DONE]\n\n"] if ready[end] is not None else []
                 if text := "".join(ready[:end] + tail): yield text     # after the headers, a failure is told in the stream
                 break
         finally:
             stop.set()                                   # the end, or Starlette cancelling us when the client disconnects
-            replies.streams.discard((loop, q))
+            replies.waiting.discard((loop, q.put_nowait))
     async def streamed(): return StreamingResponse(chunks(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
     return streamed()
 
@@ -890,7 +905,7 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
                 if getattr(batcher, "dead", None): raise DecoderGone(batcher.dead)   # before a stream's headers
                 replies.check()
                 return await _reply(params, cfg, tok, model_id, batcher, chat, ids, s, request, replies)
-            except Exception as e: return _error_response(e)
+            except Exception as e: return _error_response(replies.said(e))
         return handle
 
     routes = [Route("/", _page, methods=["GET"]), Route("/health", health, methods=["GET"]), Route("/v1/models", models, methods=["GET"]),
@@ -901,6 +916,7 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
         app = CORSMiddleware(app, allow_origins=list(cors), allow_methods=["GET", "POST"], allow_headers=["authorization", "content-type"])
     guard = Guard(app, host, allow_hosts, cors, api_key)
     guard.replies = replies
+    guard.close = batcher.close if isinstance(batcher, DecodeProcess) else (lambda: None)   # serve() ends with it
     return guard
 
 # %% ../nbs/41_serve.ipynb #3190227d
@@ -1076,4 +1092,6 @@ def serve(params, cfg: ModelConfig, tok, model_id: str = "mint", host: str = "12
     sys.stdout.flush()
     class Server(uvicorn.Server):                        # Ctrl-C: the replies in flight end first, then uvicorn stops
         def handle_exit(self, sig, frame): app.replies.stop(); super().handle_exit(sig, frame)
-    with sock: Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=3)).run(sockets=[sock])
+    try:
+        with sock: Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=3)).run(sockets=[sock])
+    finally: app.close()                                 # also when Ctrl-C came before uvicorn took the signals

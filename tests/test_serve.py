@@ -384,7 +384,7 @@ def test_the_decoding_process_dies_mid_stream():
 
 
 def test_a_stopped_decoding_process_is_a_503_not_a_hang(monkeypatch):
-    "The decoding process stopped (SIGSTOP: alive, not answering): /health answers a JSON 503 within seconds; a whole reply and a stream that hear nothing for `quiet_s` ask, and end as a JSON 503 and an error event (they waited without end before); once it runs again /health answers its own question (not the late answer to the earlier one)."
+    "The decoding process stopped (SIGSTOP: alive, not answering): /health answers a JSON 503 within seconds; whole replies and a stream that hear nothing for `quiet_s` ask, all together in one question, and end as JSON 503s and an error event (they waited without end before, then one after another); once it runs again /health answers its own question (not the late answer to the earlier one)."
     import httpx, multiprocessing, signal
     from mint.serve import DecodeProcess
     monkeypatch.setattr(DecodeProcess, "quiet_s", 1.0)
@@ -400,12 +400,16 @@ def test_a_stopped_decoding_process_is_a_503_not_a_hang(monkeypatch):
             t0 = time.time()
             h = httpx.get(base + "/health", timeout=30)
             assert h.status_code == 503 and "did not answer" in h.json()["error"] and time.time() - t0 < 15, h.text
-            with ThreadPoolExecutor(2) as ex:
-                whole = ex.submit(httpx.post, base + "/v1/completions", json=body, timeout=30)
-                events = ex.submit(stream_events, base)
-                r, ev = whole.result(), events.result()
-            assert r.status_code == 503 and r.json()["error"]["code"] == "decoder_unavailable", r.text
-            assert "did not answer" in r.json()["error"]["message"], r.text
+            t0 = time.time()
+            with ThreadPoolExecutor(5) as ex:            # together: they share one question (they queued, 5 s each, before)
+                wholes = [ex.submit(httpx.post, base + "/v1/completions", json=body, timeout=30) for _ in range(3)]
+                events, h = ex.submit(stream_events, base), ex.submit(httpx.get, base + "/health", timeout=30)
+                rs, ev, h = [w.result() for w in wholes], events.result(), h.result()
+            assert time.time() - t0 < 12, f"{time.time() - t0:.1f} s: the requests waited on each other"
+            for r in rs:
+                assert r.status_code == 503 and r.json()["error"]["code"] == "decoder_unavailable", r.text
+                assert "did not answer" in r.json()["error"]["message"], r.text
+            assert h.status_code == 503, h.text
             assert ev[-1] == "data: [DONE]" and json.loads(ev[-2][6:])["error"]["code"] == "decoder_unavailable", ev[-3:]
         finally: os.kill(child.pid, signal.SIGCONT)
         assert httpx.post(base + "/v1/completions", json=body, timeout=60).status_code == 200
@@ -454,6 +458,54 @@ def test_ctrl_c_ends_the_replies_in_flight_cleanly(tmp_path):
         assert r.status_code == 503 and r.json()["error"]["code"] == "server_stopping", r.text
         err.seek(0); text = err.read()
         assert "CancelledError" not in text and "Exception in ASGI" not in text, text
+    finally:
+        if proc.poll() is None: proc.kill(); proc.wait()
+
+
+def _endless(tmp_path, **popen):
+    "The endless model's server in a subprocess (`serve()`), announced: (process, base URL)."
+    port = free_port()
+    script = tmp_path / "endless.py"; script.write_text(ENDLESS_SERVE)
+    proc = subprocess.Popen([sys.executable, str(script), str(port)], env=mint_env(), stdout=subprocess.PIPE,
+                            stderr=open(tmp_path / "err.txt", "w+"), text=True, **popen)
+    assert "Mint serves" in proc.stdout.readline()
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _decoding_child(pid: int) -> int:
+    "The pid of the decoding process among `pid`'s children (Linux /proc): the one started by multiprocessing's spawn."
+    kids = [int(k) for t in os.listdir(f"/proc/{pid}/task") for k in open(f"/proc/{pid}/task/{t}/children").read().split()]
+    return next(k for k in kids if b"spawn_main" in open(f"/proc/{k}/cmdline", "rb").read())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the decoding process through /proc")
+def test_ctrl_c_with_the_decoding_process_stopped_still_exits(tmp_path):
+    "Ctrl-C while the decoding process is stopped (SIGSTOP): the server exits within seconds (close() kills what a SIGTERM cannot end); it waited without end before."
+    import signal
+    proc, base = _endless(tmp_path)
+    try:
+        os.kill(_decoding_child(proc.pid), signal.SIGSTOP)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(20) == 130
+    finally:
+        if proc.poll() is None: proc.kill(); proc.wait()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the decoding process through /proc")
+def test_sigterm_to_the_process_group_is_a_clean_stop(tmp_path):
+    "SIGTERM to the server's whole process group (kill -TERM -PGID, a service manager's stop) with a whole reply in flight: the reply is a server_stopping 503, not a decoder_unavailable one (the decoding process died of the same signal before: it now leaves signals to the server)."
+    import httpx, signal
+    proc, base = _endless(tmp_path, start_new_session=True)
+    try:
+        body = {"model": "endless", "prompt": "中国", "max_tokens": 4000, "temperature": 0}
+        with ThreadPoolExecutor(1) as ex:
+            whole = ex.submit(httpx.post, base + "/v1/completions", json=body, timeout=60)
+            deadline = time.time() + 30
+            while httpx.get(base + "/health").json()["slots"]["busy"] < 1 and time.time() < deadline: time.sleep(0.05)
+            os.killpg(proc.pid, signal.SIGTERM)
+            r = whole.result()
+        assert r.status_code == 503 and r.json()["error"]["code"] == "server_stopping", r.text
+        proc.wait(20)
     finally:
         if proc.poll() is None: proc.kill(); proc.wait()
 
