@@ -4,7 +4,7 @@
 
 # %% ../nbs/41_serve.ipynb #ee8c641c
 from __future__ import annotations
-import asyncio, collections, contextlib, copy, dataclasses, errno, hashlib, base64, hmac, ipaddress, itertools, json, logging, math, queue, re, signal, socket, sys, threading, time, uuid
+import asyncio, atexit, collections, contextlib, copy, dataclasses, errno, hashlib, base64, hmac, ipaddress, itertools, json, logging, math, queue, re, signal, socket, sys, threading, time, uuid
 from dataclasses import dataclass
 from fastcore.basics import patch
 from urllib.parse import urlsplit
@@ -455,12 +455,13 @@ def _gone_body(e: DecoderGone | ServerStopping) -> dict:
 
 class Replies:
     "The replies in flight of one app: `stop()` (the server is stopping) ends each now — a stream with an error event and [DONE], a whole reply with a 503 — so that the server stops in time, and no client is cut off mid-message."
+    STOPPING = "the server is stopping; send the request again when it is back"
     def __init__(self): self.stopping, self.waiting = threading.Event(), set()   # (event loop, tell) of each reply in flight
     def check(self) -> None:
-        if self.stopping.is_set(): raise ServerStopping("the server is stopping; send the request again when it is back")
+        if self.stopping.is_set(): raise ServerStopping(self.STOPPING)
     def said(self, e: Exception) -> Exception:
         "The error a reply ends with: a decoding process that ended while the server stops (a SIGTERM to the whole process group ends both) is the stop."
-        return ServerStopping("the server is stopping; send the request again when it is back") if isinstance(e, DecoderGone) and self.stopping.is_set() else e
+        return ServerStopping(self.STOPPING) if isinstance(e, DecoderGone) and self.stopping.is_set() else e
     def stop(self) -> None:
         self.stopping.set()
         for loop, tell in list(self.waiting):             # each told on its own loop, at once (a second Ctrl-C does not wait)
@@ -496,6 +497,7 @@ class DecodeProcess:
         self.lock, self.status_cv = threading.Lock(), threading.Condition()
         self.asked, self.answer = None, (None, None)      # the status question out (its id, deadline); the last answer (id, status)
         threading.Thread(target=self._read, name="mint-decode-reader", daemon=True).start()
+        atexit.register(self.close)        # however this interpreter ends (a Ctrl-C anywhere): before multiprocessing joins us
     def _send(self, msg) -> None:
         with self.lock:
             try:
@@ -516,6 +518,7 @@ class DecodeProcess:
         with self.status_cv: self.status_cv.notify_all()
     def close(self) -> None:
         "End the decoding process: 'stop', then terminated if it has not gone in 5 s, then killed (a stopped process keeps a SIGTERM pending)."
+        atexit.unregister(self.close)
         with contextlib.suppress(Exception): self._send(("stop",))
         self.dead = self.dead or "the server is stopping"
         self.proc.join(5)

@@ -307,6 +307,15 @@ def until_idle(health, within: float) -> None:
         time.sleep(0.02)
 
 
+def until_busy(base: str, n: int, within: float = 30) -> None:
+    "Wait until `n` slots of the batch at `base` are busy (the requests sent are being decoded), failing after `within` seconds."
+    import httpx
+    deadline = time.time() + within
+    while httpx.get(base + "/health").json()["slots"]["busy"] < n:
+        assert time.time() < deadline, f"fewer than {n} slots busy after {within} s"
+        time.sleep(0.05)
+
+
 def assert_decoding_stopped(health) -> None:
     "Nothing decodes any more: the step count stands still for 0.3 s, below 1000 (the 2000-token replies were cut short)."
     steps = health()["steps"]
@@ -432,36 +441,6 @@ if __name__ == "__main__":
 """
 
 
-def test_ctrl_c_ends_the_replies_in_flight_cleanly(tmp_path):
-    "Ctrl-C while a stream and a whole reply are in flight (an untrained model that never says <eos>, 4,000 tokens asked): the stream ends with a server_stopping error event and [DONE] (not a connection cut mid-message), the whole reply is a JSON 503, the server exits within seconds, and prints no traceback (uvicorn cancelled the streams after 3 s and printed a CancelledError each)."
-    import httpx, signal
-    port = free_port()
-    script = tmp_path / "endless.py"; script.write_text(ENDLESS_SERVE)
-    err = open(tmp_path / "err.txt", "w+")
-    proc = subprocess.Popen([sys.executable, str(script), str(port)], env=mint_env(), stdout=subprocess.PIPE, stderr=err, text=True)
-    try:
-        assert "Mint serves" in proc.stdout.readline()
-        base, body = f"http://127.0.0.1:{port}", {"model": "endless", "prompt": "中国", "max_tokens": 4000, "temperature": 0}
-        def stream():
-            with httpx.stream("POST", base + "/v1/completions", json={**body, "stream": True}, timeout=60) as r:
-                return [l for l in r.iter_lines() if l]
-        with ThreadPoolExecutor(2) as ex:
-            events, whole = ex.submit(stream), ex.submit(httpx.post, base + "/v1/completions", json=body, timeout=60)
-            deadline = time.time() + 30                  # both in the batch: the server has decoded for both
-            while httpx.get(base + "/health").json()["slots"]["busy"] < 2 and time.time() < deadline: time.sleep(0.05)
-            t0 = time.time()
-            proc.send_signal(signal.SIGINT)
-            ev, r = events.result(), whole.result()
-        proc.wait(20)
-        assert time.time() - t0 < 10, time.time() - t0
-        assert ev[-1] == "data: [DONE]" and json.loads(ev[-2][6:])["error"]["code"] == "server_stopping", ev[-3:]
-        assert r.status_code == 503 and r.json()["error"]["code"] == "server_stopping", r.text
-        err.seek(0); text = err.read()
-        assert "CancelledError" not in text and "Exception in ASGI" not in text, text
-    finally:
-        if proc.poll() is None: proc.kill(); proc.wait()
-
-
 def _endless(tmp_path, **popen):
     "The endless model's server in a subprocess (`serve()`), announced: (process, base URL)."
     port = free_port()
@@ -476,6 +455,31 @@ def _decoding_child(pid: int) -> int:
     "The pid of the decoding process among `pid`'s children (Linux /proc): the one started by multiprocessing's spawn."
     kids = [int(k) for t in os.listdir(f"/proc/{pid}/task") for k in open(f"/proc/{pid}/task/{t}/children").read().split()]
     return next(k for k in kids if b"spawn_main" in open(f"/proc/{k}/cmdline", "rb").read())
+
+
+def test_ctrl_c_ends_the_replies_in_flight_cleanly(tmp_path):
+    "Ctrl-C while a stream and a whole reply are in flight (an untrained model that never says <eos>, 4,000 tokens asked): the stream ends with a server_stopping error event and [DONE] (not a connection cut mid-message), the whole reply is a JSON 503, the server exits within seconds, and prints no traceback (uvicorn cancelled the streams after 3 s and printed a CancelledError each)."
+    import httpx, signal
+    proc, base = _endless(tmp_path)
+    try:
+        body = {"model": "endless", "prompt": "中国", "max_tokens": 4000, "temperature": 0}
+        def stream():
+            with httpx.stream("POST", base + "/v1/completions", json={**body, "stream": True}, timeout=60) as r:
+                return [l for l in r.iter_lines() if l]
+        with ThreadPoolExecutor(2) as ex:
+            events, whole = ex.submit(stream), ex.submit(httpx.post, base + "/v1/completions", json=body, timeout=60)
+            until_busy(base, 2)                          # both in the batch: the server has decoded for both
+            t0 = time.time()
+            proc.send_signal(signal.SIGINT)
+            ev, r = events.result(), whole.result()
+        proc.wait(20)
+        assert time.time() - t0 < 10, time.time() - t0
+        assert ev[-1] == "data: [DONE]" and json.loads(ev[-2][6:])["error"]["code"] == "server_stopping", ev[-3:]
+        assert r.status_code == 503 and r.json()["error"]["code"] == "server_stopping", r.text
+        text = (tmp_path / "err.txt").read_text()
+        assert "CancelledError" not in text and "Exception in ASGI" not in text, text
+    finally:
+        if proc.poll() is None: proc.kill(); proc.wait()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the decoding process through /proc")
@@ -493,15 +497,14 @@ def test_ctrl_c_with_the_decoding_process_stopped_still_exits(tmp_path):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the decoding process through /proc")
 def test_sigterm_to_the_process_group_is_a_clean_stop(tmp_path):
-    "SIGTERM to the server's whole process group (kill -TERM -PGID, a service manager's stop) with a whole reply in flight: the reply is a server_stopping 503, not a decoder_unavailable one (the decoding process died of the same signal before: it now leaves signals to the server)."
+    "SIGTERM to the server's whole process group (kill -TERM -PGID, a service manager's stop) with a whole reply in flight: the reply is a server_stopping 503, not a decoder_unavailable one (the decoding process dies of the same signal; while the server stops, that is the stop)."
     import httpx, signal
     proc, base = _endless(tmp_path, start_new_session=True)
     try:
         body = {"model": "endless", "prompt": "中国", "max_tokens": 4000, "temperature": 0}
         with ThreadPoolExecutor(1) as ex:
             whole = ex.submit(httpx.post, base + "/v1/completions", json=body, timeout=60)
-            deadline = time.time() + 30
-            while httpx.get(base + "/health").json()["slots"]["busy"] < 1 and time.time() < deadline: time.sleep(0.05)
+            until_busy(base, 1)
             os.killpg(proc.pid, signal.SIGTERM)
             r = whole.result()
         assert r.status_code == 503 and r.json()["error"]["code"] == "server_stopping", r.text
