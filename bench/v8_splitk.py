@@ -1,6 +1,6 @@
 """Why GEMM v8's split-K products time slowly (chapter 24): each product timed kernel by kernel (as the probe and the
 chapter time it: v8, then the sum of the splits, launched from Python back to back) and replayed as one CUDA graph
-(as training runs it), with cuBLAS bf16 the same two ways, and v8 forced to one split. Prints TFLOP/s and ratios;
+(as training runs it), with cuBLAS bf16 the same two ways, and v8 forced to every (block width, splits) plan (graphs). Prints TFLOP/s and ratios;
 JSON to $OUT/v8_splitk.json (else bench/results/).
 
     python bench/v8_splitk.py
@@ -18,7 +18,9 @@ from mint.cublas import cublas_gemm                                     # noqa: 
 from mint.kernels import time_device, capture                           # noqa: E402
 
 SHAPES = [("d768 qkv dW dYt.X", 2304, 768, 16384, True, False), ("d512 gate-up dW", 3072, 512, 8192, True, False),
-          ("d768 gate-up dW", 4608, 768, 16384, True, False), ("4096³ NT", 4096, 4096, 4096, False, True)]
+          ("d768 gate-up dW", 4608, 768, 16384, True, False), ("d768 out dW", 768, 768, 16384, True, False),
+          ("d512 qkv dW", 1536, 512, 8192, True, False), ("d768 down dW", 768, 3072, 16384, True, False),
+          ("4096³ NT", 4096, 4096, 4096, False, True)]
 
 
 def main():
@@ -36,18 +38,22 @@ def main():
         row = dict(shape=label, M=M, N=N, K=K, plan=plan,
                    v8_launches=flop / time_device(v8) / 1e12, v8_graph=flop / time_device(g8.launch) / 1e12,
                    cublas_launches=flop / time_device(cub) / 1e12, cublas_graph=flop / time_device(gc.launch) / 1e12)
-        if plan[1] > 1:                                  # the same product in one split (no workspace, one launch)
-            keep = TC.v8_plan
-            TC.v8_plan = lambda M, N, K, sms=None: (plan[0], 1)
-            try:
-                g1 = capture(v8)
-                row["v8_one_split_graph"] = flop / time_device(g1.launch) / 1e12
-            finally: TC.v8_plan = keep
+        keep = TC.v8_plan                                # every (block width, splits) the plan could pick, as graphs
+        try:
+            for bn in TC.V8_STAGES:
+                for sp in range(1, 5):
+                    if sp > 1 and K // sp < 256: continue
+                    TC.v8_plan = lambda M, N, K, sms=None, p=(bn, sp): p
+                    v8(); cuda.synchronize()             # its workspace allocated outside the capture
+                    row[f"graph_bn{bn}_s{sp}"] = flop / time_device(capture(v8).launch) / 1e12
+        finally: TC.v8_plan = keep
+        row["v8_one_split_graph"] = row[f"graph_bn{plan[0]}_s1"]
         out["rows"].append(row)
         print(f"{label:20s} plan {plan}: v8 {row['v8_launches']:6.1f} launched, {row['v8_graph']:6.1f} graph"
-              + (f", one split {row['v8_one_split_graph']:6.1f} graph" if 'v8_one_split_graph' in row else "")
+              + f", one split {row['v8_one_split_graph']:6.1f} graph"
               + f" | cuBLAS {row['cublas_launches']:6.1f} / {row['cublas_graph']:6.1f} | graph ratio {row['v8_graph'] / row['cublas_graph']:.2f}",
               flush=True)
+        print("    graphs by (block width, splits): " + ", ".join(f"{k[8:]} {v:.0f}" for k, v in row.items() if k.startswith("graph_bn")), flush=True)
     dest = Path(os.environ.get("OUT", "bench/results")) / "v8_splitk.json"
     dest.write_text(json.dumps(out, indent=1) + "\n")
     print("wrote", dest)
