@@ -38,9 +38,9 @@ def bf16_value(b) -> np.ndarray:
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #36c41b42
 def tc_tiles(head_dim: int) -> dict:
-    "Tile sizes of the three kernels (rows per block x rows per step): forward and dq 64 query rows, dkdv 64 keys; the inner step shrinks to 32 at head_dim > 64 so shared memory stays under 48 KB."
+    "Tile sizes of the three kernels (rows per block x rows per step): forward 64 query rows, dq 128 (two 16-row tiles a warp) at head_dim <= 64 and 64 above, dkdv 64 keys; the inner step shrinks to 32 at head_dim > 64 so shared memory stays under 48 KB."
     step = 64 if head_dim <= 64 else 32
-    return dict(fwd=(64, step), dq=(64, step), dkdv=(64, step))
+    return dict(fwd=(64, step), dq=(128 if head_dim <= 64 else 64, step), dkdv=(64, step))
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #33205de8
 def _heads(a) -> np.ndarray:
@@ -114,7 +114,7 @@ _CU = []   # the device code, in pieces (concatenated into FLASH_TC_CU)
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #7a957bf5
 _CU.append(r"""// Flash attention on the tensor cores: mma.sync m16n8k16, bf16 operands, fp32 accumulators.
-// One warp owns 16 rows of a tile; a block is 4 warps (128 threads). Element (b, t, h, d) of q/k/v/o/dout/dq/dk/dv
+// A warp owns RW tiles of 16 rows (the forward 1, dq 2 at head_dim <= 64); a block is 4 warps (128 threads). Element (b, t, h, d) of q/k/v/o/dout/dq/dk/dv
 // lives at p[(b*T + t)*ld + h*HD + d] (ld: the row stride, H*HD for [B,T,H,hd], 3*H*HD inside a fused qkv row).
 typedef unsigned short u16;
 typedef unsigned int u32;
@@ -140,6 +140,14 @@ __device__ __forceinline__ u32 pack2(float lo, float hi) {        // two floats 
     u32 r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
 }
 __device__ __forceinline__ float bf(u16 x) { return __uint_as_float(((u32)x) << 16); }
+// 2^x on the special-function unit (flushes subnormal results to zero: p below 1e-38 counts as 0)
+__device__ __forceinline__ float ex2(float x) {
+#ifdef MINT_EXACT_EXP
+    return exp2f(x);
+#else
+    float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;
+#endif
+}
 
 // two consecutive elements as bf16x2, from bf16 (u16) or fp32 (rounded) storage
 __device__ __forceinline__ u32 ld2(const u16* p) { return *(const u32*)p; }
@@ -266,100 +274,156 @@ __device__ __forceinline__ void mma_pb(float acc[ND][4], const float p[2 * KK][4
     }
 }
 
+// mma_abt and mma_pb for RW 16-row tiles a warp: each B fragment from shared memory serves RW tiles
+template <int RW, int NB, int KS>
+__device__ __forceinline__ void mma_abt_rw(float acc[RW][NB][4], const u32 a[RW][KS][4], const u16* sB, int S, int lane) {
+    const int m = lane >> 3, r = lane & 7;
+#pragma unroll
+    for (int n = 0; n < NB; n += 2)
+#pragma unroll
+        for (int ks = 0; ks < KS; ks++) {
+            u32 b[4];
+            ldsm4(b, &sB[((n + (m >> 1)) * 8 + r) * S + ks * 16 + (m & 1) * 8]);
+#pragma unroll
+            for (int i = 0; i < RW; i++) { mma16816(acc[i][n], a[i][ks], b[0], b[1]); mma16816(acc[i][n + 1], a[i][ks], b[2], b[3]); }
+        }
+}
+template <int RW, int ND, int KK>
+__device__ __forceinline__ void mma_pb_rw(float acc[RW][ND][4], const float p[RW][2 * KK][4], const u16* sB, int S, int lane) {
+    const int m = lane >> 3, r = lane & 7;
+#pragma unroll
+    for (int kk = 0; kk < KK; kk++) {
+        u32 a[RW][4];
+#pragma unroll
+        for (int i = 0; i < RW; i++) {
+            a[i][0] = pack2(p[i][2 * kk][0], p[i][2 * kk][1]); a[i][1] = pack2(p[i][2 * kk][2], p[i][2 * kk][3]);
+            a[i][2] = pack2(p[i][2 * kk + 1][0], p[i][2 * kk + 1][1]); a[i][3] = pack2(p[i][2 * kk + 1][2], p[i][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int n = 0; n < ND; n += 2) {
+            u32 b[4];
+            ldsm4t(b, &sB[(kk * 16 + (m & 1) * 8 + r) * S + (n + (m >> 1)) * 8]);
+#pragma unroll
+            for (int i = 0; i < RW; i++) { mma16816(acc[i][n], a[i], b[0], b[1]); mma16816(acc[i][n + 1], a[i], b[2], b[3]); }
+        }
+    }
+}
+
 """)
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #18bdbc5a
 _CU.append(r"""// The grid is (tiles, H, B); blocks start roughly in linear order. Causal work grows with the query tile (forward, dq)
 // and shrinks with the key tile (dk/dv), so the linear block index hands out the heaviest tiles first, every head's
 // together: the last blocks to start are the shortest, and the tail of the launch is short (longest-first).
-__device__ __forceinline__ void block_tile(bool heavy_last, int& b, int& h, int& tile) {
+__device__ __forceinline__ bool block_tile(bool heavy_last, int ntiles, int& b, int& h, int& tile) {
     const int lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z), nbh = gridDim.y * gridDim.z;
     const int i = lin / nbh, bh = lin % nbh;
-    tile = heavy_last ? gridDim.x - 1 - i : i; h = bh % gridDim.y; b = bh / gridDim.y;
+    tile = heavy_last ? ntiles - 1 - i : i; h = bh % gridDim.y; b = bh / gridDim.y;
+    return i < ntiles;                                 // false: a block beyond the tiles (the grid may be rounded up)
 }
 
 // ---------------------------------------------------------------- forward
+#ifndef FWD_RW
+#define FWD_RW 1
+#endif
 template <int HD, typename TI, typename TO>
 __device__ void flash_fwd(const TI* q, const TI* k, const TI* v, TO* o, float* lse, const int* seg,
                           int T, int H, int ldq, int ldk, int ldv, int ldo, float scale) {
-    constexpr int BR = 64, BC = HD <= 64 ? 64 : 32, KS = HD / 16, NB = BC / 8, ND = HD / 8, SK = HD + 8;
+    constexpr int RW = HD <= 64 ? FWD_RW : 1, BR = 64 * RW, BC = HD <= 64 ? 64 : 32, KS = HD / 16, NB = BC / 8, ND = HD / 8, SK = HD + 8;
     __shared__ __align__(16) u16 sK[2][BC * SK];
     __shared__ __align__(16) u16 sV[2][BC * SK];
     __shared__ int sSeg[2][BC];
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
-    int b, h, tile; block_tile(true, b, h, tile);
-    const int q0 = tile * BR;
-    const int r0 = q0 + warp * 16 + g, r1 = r0 + 8;
+    int b, h, tile; if (!block_tile(true, (T + BR - 1) / BR, b, h, tile)) return;
+    const int q0 = tile * BR, w0 = q0 + warp * 16 * RW, wlast = w0 + 16 * RW - 1;
     const long hb = (long)b * T;                       // first row of this sequence
     const float sl = scale * 1.4426950408889634f;      // scores in log2 units: exp(x) = exp2(x log2 e)
-    u32 qa[KS][4];
-    load_a<KS>(qa, q, hb + r0, hb + r1, r0 < T, r1 < T, ldq, h * HD + 2 * t4);
-    const int sg0 = (seg && r0 < T) ? seg[hb + r0] : 0, sg1 = (seg && r1 < T) ? seg[hb + r1] : 0;
-    const bool see0 = r0 < T && sg0 >= 0, see1 = r1 < T && sg1 >= 0;
-    float m0 = MINT_NEG_INF, m1 = MINT_NEG_INF, l0 = 0.f, l1 = 0.f;
-    float acc[ND][4];
+    u32 qa[RW][KS][4];
+    int r0[RW], r1[RW], sg0[RW], sg1[RW];
+    bool see0[RW], see1[RW], all_see = true;
+    float m0[RW], m1[RW], l0[RW], l1[RW], acc[RW][ND][4];
 #pragma unroll
-    for (int n = 0; n < ND; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+    for (int i = 0; i < RW; i++) {
+        r0[i] = w0 + 16 * i + g; r1[i] = r0[i] + 8;
+        load_a<KS>(qa[i], q, hb + r0[i], hb + r1[i], r0[i] < T, r1[i] < T, ldq, h * HD + 2 * t4);
+        sg0[i] = (seg && r0[i] < T) ? seg[hb + r0[i]] : 0; sg1[i] = (seg && r1[i] < T) ? seg[hb + r1[i]] : 0;
+        see0[i] = r0[i] < T && sg0[i] >= 0; see1[i] = r1[i] < T && sg1[i] >= 0;
+        all_see = all_see && see0[i] && see1[i];
+        m0[i] = m1[i] = MINT_NEG_INF; l0[i] = l1[i] = 0.f;
+#pragma unroll
+        for (int n = 0; n < ND; n++) acc[i][n][0] = acc[i][n][1] = acc[i][n][2] = acc[i][n][3] = 0.f;
+    }
     const int kend = min(T, q0 + BR);
     Tile<BC, HD, TI> tk, tv;                           // tile i+1 flies while tile i is computed
     tk.issue(k, hb * ldk + h * HD, ldk, 0, T, sK[0], SK); tv.issue(v, hb * ldv + h * HD, ldv, 0, T, sV[0], SK);
     int sgn = (seg && tid < BC) ? (tid < T ? seg[hb + tid] : -1) : -1;
     for (int k0 = 0, buf = 0; k0 < kend; k0 += BC, buf ^= 1) {
         kv_step<BC, SK>(tk, tv, sK, sV, sSeg, sgn, buf, k0, kend, k, v, seg, hb, h, ldk, ldv, T);
+        if (k0 > wlast) continue;                      // keys after every row of this warp (the barrier above is shared)
         const u16 *cK = sK[buf], *cV = sV[buf]; const int* cSeg = sSeg[buf];
-        float s[NB][4];
+        float s[RW][NB][4];
 #pragma unroll
-        for (int n = 0; n < NB; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-        mma_abt<NB, KS>(s, qa, cK, SK, lane);
+        for (int i = 0; i < RW; i++)
+#pragma unroll
+            for (int n = 0; n < NB; n++) s[i][n][0] = s[i][n][1] = s[i][n][2] = s[i][n][3] = 0.f;
+        mma_abt_rw<RW, NB, KS>(s, qa, cK, SK, lane);
 """)
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #e865af66
-_CU.append(r"""        const bool need_mask = seg || k0 + BC > q0 + warp * 16 || k0 + BC > T || !see0 || !see1;
-        float mx0 = MINT_NEG_INF, mx1 = MINT_NEG_INF;
+_CU.append(r"""        const bool need_mask = seg || k0 + BC > w0 || k0 + BC > T || !all_see;
+        if (need_mask) {                               // keys a row may not see: -inf (exp2 -> 0)
 #pragma unroll
-        for (int n = 0; n < NB; n++)
+            for (int i = 0; i < RW; i++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                float x = s[n][e] * sl;
-                if (need_mask) {
-                    int jj = n * 8 + 2 * t4 + (e & 1), j = k0 + jj, r = e < 2 ? r0 : r1;
-                    bool ok = j <= r && j < T && (e < 2 ? see0 : see1) && (!seg || cSeg[jj] == (e < 2 ? sg0 : sg1));
-                    if (!ok) x = MINT_NEG_INF;
-                }
-                s[n][e] = x;
-                if (e < 2) mx0 = fmaxf(mx0, x); else mx1 = fmaxf(mx1, x);
-            }
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffff, mx0, 1)); mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffff, mx0, 2));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffff, mx1, 1)); mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffff, mx1, 2));
-        const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-        const float u0 = mn0 == MINT_NEG_INF ? 0.f : mn0, u1 = mn1 == MINT_NEG_INF ? 0.f : mn1;
-        const float al0 = exp2f(m0 - u0), al1 = exp2f(m1 - u1);
-        m0 = mn0; m1 = mn1;
-        float ps0 = 0.f, ps1 = 0.f;
+                for (int n = 0; n < NB; n++)
 #pragma unroll
-        for (int n = 0; n < NB; n++) {
-            s[n][0] = exp2f(s[n][0] - u0); s[n][1] = exp2f(s[n][1] - u0);
-            s[n][2] = exp2f(s[n][2] - u1); s[n][3] = exp2f(s[n][3] - u1);
-            ps0 += s[n][0] + s[n][1]; ps1 += s[n][2] + s[n][3];
+                    for (int e = 0; e < 4; e++) {
+                        int jj = n * 8 + 2 * t4 + (e & 1), j = k0 + jj, r = e < 2 ? r0[i] : r1[i];
+                        bool ok = j <= r && j < T && (e < 2 ? see0[i] : see1[i]) && (!seg || cSeg[jj] == (e < 2 ? sg0[i] : sg1[i]));
+                        if (!ok) s[i][n][e] = MINT_NEG_INF;
+                    }
         }
-        l0 = l0 * al0 + ps0; l1 = l1 * al1 + ps1;      // per-lane partial sums: the 4 lanes of a row share alpha
 #pragma unroll
-        for (int n = 0; n < ND; n++) { acc[n][0] *= al0; acc[n][1] *= al0; acc[n][2] *= al1; acc[n][3] *= al1; }
-        mma_pb<ND, BC / 16>(acc, s, cV, SK, lane);     // O += P V, P straight from the registers of S
-    }
-    l0 += __shfl_xor_sync(0xffffffff, l0, 1); l0 += __shfl_xor_sync(0xffffffff, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffff, l1, 1); l1 += __shfl_xor_sync(0xffffffff, l1, 2);
-    const float i0 = l0 > 0.f ? 1.f / l0 : 0.f, i1 = l1 > 0.f ? 1.f / l1 : 0.f;
+        for (int i = 0; i < RW; i++) {
+            float mx0 = MINT_NEG_INF, mx1 = MINT_NEG_INF;
 #pragma unroll
-    for (int n = 0; n < ND; n++) {
-        int c = h * HD + n * 8 + 2 * t4;
-        if (r0 < T) st2(o + (hb + r0) * ldo + c, acc[n][0] * i0, acc[n][1] * i0);
-        if (r1 < T) st2(o + (hb + r1) * ldo + c, acc[n][2] * i1, acc[n][3] * i1);
+            for (int n = 0; n < NB; n++) { mx0 = fmaxf(mx0, fmaxf(s[i][n][0], s[i][n][1])); mx1 = fmaxf(mx1, fmaxf(s[i][n][2], s[i][n][3])); }
+            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffff, mx0, 1)); mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffff, mx0, 2));
+            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffff, mx1, 1)); mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffff, mx1, 2));
+            const float mn0 = fmaxf(m0[i], mx0 * sl), mn1 = fmaxf(m1[i], mx1 * sl);   // the running max in log2 units (sl > 0 keeps the order)
+            const float u0 = mn0 == MINT_NEG_INF ? 0.f : mn0, u1 = mn1 == MINT_NEG_INF ? 0.f : mn1;
+            const float al0 = ex2(m0[i] - u0), al1 = ex2(m1[i] - u1);
+            m0[i] = mn0; m1[i] = mn1;
+            float ps0 = 0.f, ps1 = 0.f;
+#pragma unroll
+            for (int n = 0; n < NB; n++) {
+                s[i][n][0] = ex2(fmaf(s[i][n][0], sl, -u0)); s[i][n][1] = ex2(fmaf(s[i][n][1], sl, -u0));
+                s[i][n][2] = ex2(fmaf(s[i][n][2], sl, -u1)); s[i][n][3] = ex2(fmaf(s[i][n][3], sl, -u1));
+                ps0 += s[i][n][0] + s[i][n][1]; ps1 += s[i][n][2] + s[i][n][3];
+            }
+            l0[i] = l0[i] * al0 + ps0; l1[i] = l1[i] * al1 + ps1;   // per-lane partial sums: the 4 lanes of a row share alpha
+#pragma unroll
+            for (int n = 0; n < ND; n++) { acc[i][n][0] *= al0; acc[i][n][1] *= al0; acc[i][n][2] *= al1; acc[i][n][3] *= al1; }
+        }
+        mma_pb_rw<RW, ND, BC / 16>(acc, s, cV, SK, lane);  // O += P V, P straight from the registers of S
     }
-    if (t4 == 0) {
-        const long lb = ((long)b * H + h) * T;
-        if (r0 < T) lse[lb + r0] = l0 > 0.f ? (m0 + log2f(l0)) * 0.6931471805599453f : -1e30f;
-        if (r1 < T) lse[lb + r1] = l1 > 0.f ? (m1 + log2f(l1)) * 0.6931471805599453f : -1e30f;
+#pragma unroll
+    for (int i = 0; i < RW; i++) {
+        float L0 = l0[i], L1 = l1[i];
+        L0 += __shfl_xor_sync(0xffffffff, L0, 1); L0 += __shfl_xor_sync(0xffffffff, L0, 2);
+        L1 += __shfl_xor_sync(0xffffffff, L1, 1); L1 += __shfl_xor_sync(0xffffffff, L1, 2);
+        const float i0 = L0 > 0.f ? 1.f / L0 : 0.f, i1 = L1 > 0.f ? 1.f / L1 : 0.f;
+#pragma unroll
+        for (int n = 0; n < ND; n++) {
+            int c = h * HD + n * 8 + 2 * t4;
+            if (r0[i] < T) st2(o + (hb + r0[i]) * ldo + c, acc[i][n][0] * i0, acc[i][n][1] * i0);
+            if (r1[i] < T) st2(o + (hb + r1[i]) * ldo + c, acc[i][n][2] * i1, acc[i][n][3] * i1);
+        }
+        if (t4 == 0) {
+            const long lb = ((long)b * H + h) * T;
+            if (r0[i] < T) lse[lb + r0[i]] = L0 > 0.f ? (m0[i] + log2f(L0)) * 0.6931471805599453f : -1e30f;
+            if (r1[i] < T) lse[lb + r1[i]] = L1 > 0.f ? (m1[i] + log2f(L1)) * 0.6931471805599453f : -1e30f;
+        }
     }
 }
 
@@ -367,86 +431,116 @@ _CU.append(r"""        const bool need_mask = seg || k0 + BC > q0 + warp * 16 ||
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #606e911e
 _CU.append(r"""// ---------------------------------------------------------------- backward 1: dq (and D = rowsum(dO o) into dsum)
+#ifndef DQ_RW
+#define DQ_RW 2
+#endif
 template <int HD, typename TI, typename TG, typename TO>
 __device__ void flash_bwd_dq(const TG* dout, const TI* q, const TI* k, const TI* v, const TO* o, const float* lse, float* dsum,
                              const int* seg, float* dq, u16* g16, int T, int H, int ldg, int ldq, int ldk, int ldv, int ldo, int lddq, float scale) {
-    constexpr int BR = 64, BC = HD <= 64 ? 64 : 32, KS = HD / 16, ND = HD / 8, SK = HD + 8;
+    constexpr int RW = HD <= 64 ? DQ_RW : 1, BR = 64 * RW, BC = HD <= 64 ? 64 : 32, KS = HD / 16, ND = HD / 8, SK = HD + 8;
     __shared__ __align__(16) u16 sK[2][BC * SK];
     __shared__ __align__(16) u16 sV[2][BC * SK];
     __shared__ int sSeg[2][BC];
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
-    int b, h, tile; block_tile(true, b, h, tile);
-    const int q0 = tile * BR;
-    const int r0 = q0 + warp * 16 + g, r1 = r0 + 8;
+    int b, h, tile; if (!block_tile(true, (T + BR - 1) / BR, b, h, tile)) return;
+    const int q0 = tile * BR, w0 = q0 + warp * 16 * RW;    // the block's first row, this warp's
     const long hb = (long)b * T, lb = ((long)b * H + h) * T;
     const float sl = scale * 1.4426950408889634f;
     Tile<BC, HD, TI> tk, tv;                           // tile i+1 flies while tile i is computed
     tk.issue(k, hb * ldk + h * HD, ldk, 0, T, sK[0], SK); tv.issue(v, hb * ldv + h * HD, ldv, 0, T, sV[0], SK);
     int sgn = (seg && tid < BC) ? (tid < T ? seg[hb + tid] : -1) : -1;
-    u32 qa[KS][4], ga[KS][4];
-    load_a<KS>(qa, q, hb + r0, hb + r1, r0 < T, r1 < T, ldq, h * HD + 2 * t4);
-    load_a<KS>(ga, dout, hb + r0, hb + r1, r0 < T, r1 < T, ldg, h * HD + 2 * t4);
-    if (g16) {                                         // fp32 dO: its bf16 rounding, [B,T,H,HD], for dk/dv to copy (cp.async)
+    u32 qa[RW][KS][4], ga[RW][KS][4];
+    int r0[RW], r1[RW], sg0[RW], sg1[RW];
+    float D0[RW], D1[RW], L0[RW], L1[RW];
+    bool see0[RW], see1[RW], all_see = true;
 #pragma unroll
-        for (int ks = 0; ks < KS; ks++) {
-            const int c = h * HD + ks * 16 + 2 * t4;
-            if (r0 < T) { *(u32*)&g16[(hb + r0) * H * HD + c] = ga[ks][0]; *(u32*)&g16[(hb + r0) * H * HD + c + 8] = ga[ks][2]; }
-            if (r1 < T) { *(u32*)&g16[(hb + r1) * H * HD + c] = ga[ks][1]; *(u32*)&g16[(hb + r1) * H * HD + c + 8] = ga[ks][3]; }
+    for (int i = 0; i < RW; i++) {                     // the warp's row tile i: rows w0 + 16 i + g (r0) and + 8 (r1)
+        r0[i] = w0 + i * 16 + g; r1[i] = r0[i] + 8;
+        const int x0 = r0[i], x1 = r1[i];
+        load_a<KS>(qa[i], q, hb + x0, hb + x1, x0 < T, x1 < T, ldq, h * HD + 2 * t4);
+        load_a<KS>(ga[i], dout, hb + x0, hb + x1, x0 < T, x1 < T, ldg, h * HD + 2 * t4);
+        if (g16) {                                     // fp32 dO: its bf16 rounding, [B,T,H,HD], for dk/dv to copy (cp.async)
+#pragma unroll
+            for (int ks = 0; ks < KS; ks++) {
+                const int c = h * HD + ks * 16 + 2 * t4;
+                if (x0 < T) { *(u32*)&g16[(hb + x0) * H * HD + c] = ga[i][ks][0]; *(u32*)&g16[(hb + x0) * H * HD + c + 8] = ga[i][ks][2]; }
+                if (x1 < T) { *(u32*)&g16[(hb + x1) * H * HD + c] = ga[i][ks][1]; *(u32*)&g16[(hb + x1) * H * HD + c + 8] = ga[i][ks][3]; }
+            }
         }
+        float d0 = 0.f, d1 = 0.f;                      // D = rowsum(dO * o) in fp32; the 4 lanes of a row split the columns
+        for (int d = 2 * t4; d < HD; d += 8) {
+            if (x0 < T) d0 += ldf(dout + (hb + x0) * ldg + h * HD + d) * ldf(o + (hb + x0) * ldo + h * HD + d)
+                            + ldf(dout + (hb + x0) * ldg + h * HD + d + 1) * ldf(o + (hb + x0) * ldo + h * HD + d + 1);
+            if (x1 < T) d1 += ldf(dout + (hb + x1) * ldg + h * HD + d) * ldf(o + (hb + x1) * ldo + h * HD + d)
+                            + ldf(dout + (hb + x1) * ldg + h * HD + d + 1) * ldf(o + (hb + x1) * ldo + h * HD + d + 1);
+        }
+        d0 += __shfl_xor_sync(0xffffffff, d0, 1); d0 += __shfl_xor_sync(0xffffffff, d0, 2);
+        d1 += __shfl_xor_sync(0xffffffff, d1, 1); d1 += __shfl_xor_sync(0xffffffff, d1, 2);
+        if (t4 == 0) { if (x0 < T) dsum[lb + x0] = d0; if (x1 < T) dsum[lb + x1] = d1; }
+        D0[i] = d0; D1[i] = d1;
+        L0[i] = x0 < T ? lse[lb + x0] * 1.4426950408889634f : 0.f; L1[i] = x1 < T ? lse[lb + x1] * 1.4426950408889634f : 0.f;
+        sg0[i] = (seg && x0 < T) ? seg[hb + x0] : 0; sg1[i] = (seg && x1 < T) ? seg[hb + x1] : 0;
+        see0[i] = x0 < T && sg0[i] >= 0; see1[i] = x1 < T && sg1[i] >= 0;
+        all_see = all_see && see0[i] && see1[i];
     }
-    float D0 = 0.f, D1 = 0.f;                          // D = rowsum(dO * o) in fp32; the 4 lanes of a row split the columns
-    for (int d = 2 * t4; d < HD; d += 8) {
-        if (r0 < T) D0 += ldf(dout + (hb + r0) * ldg + h * HD + d) * ldf(o + (hb + r0) * ldo + h * HD + d)
-                        + ldf(dout + (hb + r0) * ldg + h * HD + d + 1) * ldf(o + (hb + r0) * ldo + h * HD + d + 1);
-        if (r1 < T) D1 += ldf(dout + (hb + r1) * ldg + h * HD + d) * ldf(o + (hb + r1) * ldo + h * HD + d)
-                        + ldf(dout + (hb + r1) * ldg + h * HD + d + 1) * ldf(o + (hb + r1) * ldo + h * HD + d + 1);
-    }
-    D0 += __shfl_xor_sync(0xffffffff, D0, 1); D0 += __shfl_xor_sync(0xffffffff, D0, 2);
-    D1 += __shfl_xor_sync(0xffffffff, D1, 1); D1 += __shfl_xor_sync(0xffffffff, D1, 2);
-    if (t4 == 0) { if (r0 < T) dsum[lb + r0] = D0; if (r1 < T) dsum[lb + r1] = D1; }
-    const float L0 = r0 < T ? lse[lb + r0] * 1.4426950408889634f : 0.f, L1 = r1 < T ? lse[lb + r1] * 1.4426950408889634f : 0.f;
-    const int sg0 = (seg && r0 < T) ? seg[hb + r0] : 0, sg1 = (seg && r1 < T) ? seg[hb + r1] : 0;
-    const bool see0 = r0 < T && sg0 >= 0, see1 = r1 < T && sg1 >= 0;
-    float acc[ND][4];
+    float acc[RW][ND][4];
 #pragma unroll
-    for (int n = 0; n < ND; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
-    const int kend = min(T, q0 + BR);
+    for (int i = 0; i < RW; i++)
+#pragma unroll
+        for (int n = 0; n < ND; n++) acc[i][n][0] = acc[i][n][1] = acc[i][n][2] = acc[i][n][3] = 0.f;
+    const int kend = min(T, q0 + BR), wlast = w0 + 16 * RW - 1;
     for (int k0 = 0, buf = 0; k0 < kend; k0 += BC, buf ^= 1) {
         kv_step<BC, SK>(tk, tv, sK, sV, sSeg, sgn, buf, k0, kend, k, v, seg, hb, h, ldk, ldv, T);
         const u16 *cK = sK[buf], *cV = sV[buf]; const int* cSeg = sSeg[buf];
 """)
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #aff0e8ed
-_CU.append(r"""        const bool need_mask = seg || k0 + BC > q0 + warp * 16 || k0 + BC > T || !see0 || !see1;
+_CU.append(r"""        const bool need_mask = seg || k0 + BC > w0 || k0 + BC > T || !all_see;
         constexpr int HB = 16, NH = HB / 8;
         for (int hh = 0; hh < BC / HB; hh++) {         // the tile's keys 16 at a time: only their S and dP live in registers
+            if (k0 + hh * HB > wlast) break;           // keys after every row of this warp: nothing to add
             const u16 *hK = cK + hh * HB * SK, *hV = cV + hh * HB * SK;
-            float s[NH][4], dp[NH][4];
+            float s[RW][NH][4], dp[RW][NH][4];
 #pragma unroll
-            for (int n = 0; n < NH; n++) { s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f; dp[n][0] = dp[n][1] = dp[n][2] = dp[n][3] = 0.f; }
-            mma_abt<NH, KS>(s, qa, hK, SK, lane);      // S = Q Kᵀ
-            mma_abt<NH, KS>(dp, ga, hV, SK, lane);     // dP = dO Vᵀ
+            for (int i = 0; i < RW; i++)
 #pragma unroll
-            for (int n = 0; n < NH; n++)
+                for (int n = 0; n < NH; n++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    bool ok = true;
-                    if (need_mask) {
-                        int jj = hh * HB + n * 8 + 2 * t4 + (e & 1), j = k0 + jj, r = e < 2 ? r0 : r1;
-                        ok = j <= r && j < T && (e < 2 ? see0 : see1) && (!seg || cSeg[jj] == (e < 2 ? sg0 : sg1));
+                    for (int e = 0; e < 4; e++) s[i][n][e] = dp[i][n][e] = 0.f;
+            mma_abt_rw<RW, NH, KS>(s, qa, hK, SK, lane);   // S = Q Kᵀ
+            mma_abt_rw<RW, NH, KS>(dp, ga, hV, SK, lane);  // dP = dO Vᵀ
+            if (need_mask) {
+#pragma unroll
+                for (int i = 0; i < RW; i++)
+#pragma unroll
+                    for (int n = 0; n < NH; n++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            int jj = hh * HB + n * 8 + 2 * t4 + (e & 1), j = k0 + jj, r = e < 2 ? r0[i] : r1[i];
+                            bool ok = j <= r && j < T && (e < 2 ? see0[i] : see1[i]) && (!seg || cSeg[jj] == (e < 2 ? sg0[i] : sg1[i]));
+                            if (!ok) s[i][n][e] = MINT_NEG_INF;
+                        }
+            }
+#pragma unroll
+            for (int i = 0; i < RW; i++)
+#pragma unroll
+                for (int n = 0; n < NH; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        float p = ex2(fmaf(s[i][n][e], sl, -(e < 2 ? L0[i] : L1[i])));
+                        s[i][n][e] = p * (dp[i][n][e] - (e < 2 ? D0[i] : D1[i]));     // dS = P (dP - D)
                     }
-                    float p = ok ? exp2f(s[n][e] * sl - (e < 2 ? L0 : L1)) : 0.f;
-                    s[n][e] = p * (dp[n][e] - (e < 2 ? D0 : D1));     // dS = P (dP - D)
-                }
-            mma_pb<ND, HB / 16>(acc, s, hK, SK, lane); // dq += dS K
+            mma_pb_rw<RW, ND, HB / 16>(acc, s, hK, SK, lane);  // dq += dS K
         }
     }
 #pragma unroll
-    for (int n = 0; n < ND; n++) {
-        int c = h * HD + n * 8 + 2 * t4;
-        if (r0 < T) st2(dq + (hb + r0) * lddq + c, acc[n][0] * scale, acc[n][1] * scale);
-        if (r1 < T) st2(dq + (hb + r1) * lddq + c, acc[n][2] * scale, acc[n][3] * scale);
-    }
+    for (int i = 0; i < RW; i++)
+#pragma unroll
+        for (int n = 0; n < ND; n++) {
+            int c = h * HD + n * 8 + 2 * t4;
+            if (r0[i] < T) st2(dq + (hb + r0[i]) * lddq + c, acc[i][n][0] * scale, acc[i][n][1] * scale);
+            if (r1[i] < T) st2(dq + (hb + r1[i]) * lddq + c, acc[i][n][2] * scale, acc[i][n][3] * scale);
+        }
 }
 
 """)
@@ -463,7 +557,7 @@ __device__ void flash_bwd_dkdv(const TG* dout, const TI* q, const TI* k, const T
     __shared__ float sL[2][BR], sD[2][BR];
     __shared__ int sSeg[2][BR];
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
-    int b, h, tile; block_tile(false, b, h, tile);
+    int b, h, tile; if (!block_tile(false, (T + BC - 1) / BC, b, h, tile)) return;
     const int kb = tile * BC;
     const int j0 = kb + warp * 16 + g, j1 = j0 + 8;
     const long hb = (long)b * T, lb = ((long)b * H + h) * T;
@@ -511,8 +605,9 @@ _CU.append(r"""        const bool need_mask = seg || q0 < kb + BC || q0 + BR > T
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     int tt = hh * HB + n * 8 + 2 * t4 + (e & 1), t = q0 + tt, j = e < 2 ? j0 : j1;
-                    bool ok = !need_mask || (j <= t && t < T && (e < 2 ? seen0 : seen1) && (!seg || cSeg[tt] == (e < 2 ? sg0 : sg1)));
-                    float p = ok ? exp2f(s[n][e] * sl - cL[tt]) : 0.f;
+                    if (need_mask && !(j <= t && t < T && (e < 2 ? seen0 : seen1) && (!seg || cSeg[tt] == (e < 2 ? sg0 : sg1))))
+                        s[n][e] = MINT_NEG_INF;
+                    float p = ex2(fmaf(s[n][e], sl, -cL[tt]));
                     s[n][e] = p;
                     dp[n][e] = p * (dp[n][e] - cD[tt]);   // dSᵀ
                 }
@@ -533,7 +628,7 @@ _CU.append(r"""        const bool need_mask = seg || q0 < kb + BC || q0 + BR > T
 FLASH_TC_CU = "".join(_CU)
 
 # %% ../nbs/26_flash_tensor_cores.ipynb #dfc72b06
-MAX_REGISTERS = {"fwd": 128, "dq": 168, "dkdv": 168}   # register caps per thread (head_dim <= 64): 128 lets 4 blocks of 128 threads share an SM, 168 three (the best per kernel on an H200)
+MAX_REGISTERS = {"fwd": 128, "dq": 255, "dkdv": 168}   # register caps per thread (head_dim <= 64): 128 lets 4 blocks of 128 threads share an SM, 168 three, 255 two (dq holds two row tiles a warp); the best per kernel measured
 
 _CTYPES = {np.dtype(np.uint16): "u16", np.dtype(np.float32): "float"}
 
