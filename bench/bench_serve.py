@@ -87,6 +87,9 @@ def clients_load(base: str, mine: list, clients: int, requests: int, start: floa
     import httpx
     rng = np.random.default_rng(clients)
     prompts = ["".join(chr(0x4E00 + int(i)) for i in rng.integers(0, vocab_size - 6, prompt_len)) for _ in range(clients * requests)]
+    def ok(resp):                                        # an HTTP error as a RuntimeError with the reply (httpx's errors do not pickle)
+        if resp.status_code >= 400:
+            resp.read(); raise RuntimeError(f"client: HTTP {resp.status_code} from {resp.request.url.path}: {resp.text[:400]}")
     def client(c: int):
         out = []
         with httpx.Client(base_url=base, timeout=600) as h:
@@ -98,19 +101,22 @@ def clients_load(base: str, mine: list, clients: int, requests: int, start: floa
                 t0 = time.time()
                 if not stream:
                     resp = h.post("/v1/completions", json=body)
-                    resp.raise_for_status()
+                    ok(resp)
                     out.append((t0, time.time(), resp.json()["usage"]["completion_tokens"]))
                     continue
                 n = None                                 # streamed: every event read, the count from the usage chunk
                 with h.stream("POST", "/v1/completions", json={**body, "stream": True, "stream_options": {"include_usage": True}}) as resp:
-                    resp.raise_for_status()
+                    ok(resp)
                     for line in resp.iter_lines():
                         if line.startswith("data: {") and '"usage": {' in line: n = json.loads(line[6:])["usage"]["completion_tokens"]
                 if n is None: raise RuntimeError("a streamed reply without its usage chunk")
                 out.append((t0, time.time(), n))
         return out
+    def named(c: int):                                   # any failure as a RuntimeError that pickles (httpx's do not: the pool broke)
+        try: return client(c)
+        except Exception as e: raise RuntimeError(f"client {c}: {e!r}") from None
     with ThreadPoolExecutor(len(mine)) as ex:
-        return [x for xs in ex.map(client, mine) for x in xs]
+        return [x for xs in ex.map(named, mine) for x in xs]
 
 
 def health(base: str) -> dict:

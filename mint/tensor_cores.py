@@ -13,10 +13,10 @@ from .kernels import launch, check_args, gemm_dims, grid1d, grid2d, scratch
 
 # %% auto #0
 __all__ = ['MMA_SHAPES', 'TC_COMMON', 'TC_V6', 'TC_V7_LOAD', 'TC_V7_MAIN', 'SHARED_BYTES_MAX', 'V7_TILES', 'TC_V8_LOAD',
-           'TC_V8_MAIN', 'V8_STAGES', 'V8_SPEED', 'frag_maps', 'mma_emulate', 'warp_gemm_emulate', 'ldmatrix_emulate',
-           'a_frag_rows', 'b_frag_rows', 'TcConfig', 'tc_source', 'make_tc_kernel', 'round_bf16_kernel', 'round_bf16',
-           'pick_tc_config', 'tc_gemm', 'tc_problem', 'tc_check', 'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm',
-           'v8_shared_bytes', 'v8_plan', 'sum_splits_kernel', 'v8_fits']
+           'TC_V8_MAIN', 'V8_STAGES', 'V8_SPEED', 'V8_TFLOPS', 'HBM_TBPS', 'frag_maps', 'mma_emulate',
+           'warp_gemm_emulate', 'ldmatrix_emulate', 'a_frag_rows', 'b_frag_rows', 'TcConfig', 'tc_source',
+           'make_tc_kernel', 'round_bf16_kernel', 'round_bf16', 'pick_tc_config', 'tc_gemm', 'tc_problem', 'tc_check',
+           'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm', 'v8_shared_bytes', 'v8_plan', 'sum_splits_kernel', 'v8_fits']
 
 # %% ../nbs/24_tensor_cores.ipynb #d0020cde
 MMA_SHAPES = {"bf16": (16, 8, 16), "tf32": (16, 8, 8)}   # (m, n, k) of the mma.sync tile
@@ -746,10 +746,14 @@ def v8_shared_bytes(bn: int) -> int:
     "Dynamic shared memory of a v8 block: stages × (A 128×64 + B bn×64 bf16), and 1024 bytes to align the swizzle."
     return V8_STAGES[bn] * (128 + bn) * 128 + 1024
 
+V8_TFLOPS, HBM_TBPS = 700, 3.0   # v8's rate at 4096³ and the memory bandwidth (H100 / H200, rounded down): the plan's time units
+
 def v8_plan(M: int, N: int, K: int, sms: int | None = None) -> tuple[int, int]:
-    "(block width, k-splits) with the least modelled time: waves of one block per multiprocessor × a block's work (bn × its k range) ÷ its speed; k-splits only for outputs with fewer blocks than multiprocessors (the workspace costs a write and a read of C per split: the H200 took 16384×3072×768 in 3 splits at 0.19× cuBLAS), at most 4, each of at least four slabs."
+    "(block width, k-splits) with the least modelled time: waves of one block per multiprocessor × a block's flops at its multiprocessor's share of V8_TFLOPS ÷ its speed, plus, for k-splits, the workspace (each split's partial C written and read back: 8·M·N bytes a split at HBM_TBPS); k-splits only for outputs with fewer blocks than multiprocessors, at most 4, each of at least four slabs."
     sms = sms or _sm_count()
-    cost = lambda bn, s: cdiv(cdiv(M, 128) * cdiv(N, bn) * s, sms) * bn * cdiv(K, s) / V8_SPEED[bn]
+    def cost(bn, s):
+        block = 2 * 128 * bn * cdiv(K, s) / (V8_TFLOPS * 1e12 / sms) / V8_SPEED[bn]
+        return cdiv(cdiv(M, 128) * cdiv(N, bn) * s, sms) * block + (8 * s * M * N / (HBM_TBPS * 1e12) if s > 1 else 0)
     plans = [(bn, s) for bn in V8_STAGES for s in range(1, 5)
              if s == 1 or (K // s >= 256 and cdiv(M, 128) * cdiv(N, bn) < sms)]     # split only what leaves multiprocessors idle
     return min(plans, key=lambda p: (cost(*p), p[1]))
