@@ -495,7 +495,7 @@ class DecodeProcess:
             raise RuntimeError(f"the decoding process could not start: {what}")
         self.warm_s, self.queues, self.ids = what, {}, itertools.count()
         self.lock, self.status_cv = threading.Lock(), threading.Condition()
-        self.asked, self.answer = None, (None, None)      # the status question out (its id, deadline); the last answer (id, status)
+        self.asked, self.answer = None, (-1, None)        # the status question out (its id, deadline); the last answer (id, status)
         threading.Thread(target=self._read, name="mint-decode-reader", daemon=True).start()
         atexit.register(self.close)        # however this interpreter ends (a Ctrl-C anywhere): before multiprocessing joins us
     def _send(self, msg) -> None:
@@ -567,10 +567,12 @@ def status(self: DecodeProcess, timeout: float = 5) -> dict:
             self.asked = (next(self.ids), time.monotonic() + timeout)
             self._send(("status", self.asked[0]))
         ask, t_end = self.asked
-        while self.answer[0] != ask and self.dead is None and time.monotonic() < t_end:
+        # ids grow: an answer to this question or a later one (asked after ours) will do. Waiting for ours alone missed
+        # it when a later question's answer came before this thread woke, and it timed out as if the process hung
+        while self.answer[0] < ask and self.dead is None and time.monotonic() < t_end:
             self.status_cv.wait(t_end - time.monotonic())
         if self.asked is not None and self.asked[0] == ask: self.asked = None     # answered or not: the next caller asks anew
-        if self.answer[0] == ask: return self.answer[1]
+        if self.answer[0] >= ask: return self.answer[1]
         if self.dead is not None: raise DecoderGone(self.dead)
         raise DecoderGone(f"the decoding process did not answer in {timeout:g} s (stopped or hung); restart the server")
 

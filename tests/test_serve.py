@@ -937,3 +937,20 @@ def test_chat_page_in_chromium(browser, mint_server):
         assert again == reply[:reply.index(reply[2])], (again, reply)
     urls = {e["params"]["request"]["url"] for e in dt.events if e.get("method") == "Network.requestWillBeSent"}
     assert urls and all(u.startswith(mint_server.base + "/") for u in urls), urls     # nothing fetched from elsewhere
+
+
+def test_status_asked_by_many_threads_at_once_answers_every_one():
+    """Many threads asking the decoding process's status at once (64 clients' /health at a run's start did) all get it.
+    They share one question; before, an answer to a later question overwrote the one a waiter was woken for, and that
+    waiter timed out as if the process were hung (a 503 from /health, seen in bench_serve at 64 clients)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from mint.core import ModelConfig
+    from mint.model import init_params
+    from mint.serve import DecodeProcess
+    cfg = ModelConfig(vocab_size=16, d_model=16, n_heads=2, n_layers=1, max_seq_len=16)
+    dp = DecodeProcess(init_params(cfg, seed=0), cfg, slots=2)
+    try:
+        def ask(_): return [dp.status(timeout=3)["total"] for _ in range(25)]
+        with ThreadPoolExecutor(48) as ex: got = [x for xs in ex.map(ask, range(48)) for x in xs]
+        assert got == [2] * (48 * 25)
+    finally: dp.close()
