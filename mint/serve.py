@@ -1098,5 +1098,6 @@ def serve(params, cfg: ModelConfig, tok, model_id: str = "mint", host: str = "12
     class Server(uvicorn.Server):                        # Ctrl-C: the replies in flight end first, then uvicorn stops
         def handle_exit(self, sig, frame): app.replies.stop(); super().handle_exit(sig, frame)
     try:
-        with sock: Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=3)).run(sockets=[sock])
+        with sock: Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=3,
+                                          lifespan="off")).run(sockets=[sock])   # the finally below closes the decoding process
     finally: app.close()                                 # also when Ctrl-C came before uvicorn took the signals

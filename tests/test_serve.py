@@ -482,6 +482,24 @@ def test_ctrl_c_ends_the_replies_in_flight_cleanly(tmp_path):
         if proc.poll() is None: proc.kill(); proc.wait()
 
 
+def test_ctrl_c_twice_prints_no_traceback(tmp_path):
+    "Ctrl-C pressed twice (impatience, or a terminal that sends it to the group twice) with a reply in flight: the server exits with 130 and prints no traceback (uvicorn's lifespan task, cancelled by the second KeyboardInterrupt, logged one as an ERROR; serve() closes the decoding process itself, so uvicorn runs no lifespan)."
+    import httpx, signal
+    proc, base = _endless(tmp_path)
+    try:
+        body = {"model": "endless", "prompt": "中国", "max_tokens": 4000, "temperature": 0}
+        with ThreadPoolExecutor(1) as ex:
+            whole = ex.submit(httpx.post, base + "/v1/completions", json=body, timeout=60)
+            until_busy(base, 1)
+            proc.send_signal(signal.SIGINT); time.sleep(0.05); proc.send_signal(signal.SIGINT)
+            assert proc.wait(20) == 130
+            whole.exception()                                # answered or cut: either way it has ended
+        text = (tmp_path / "err.txt").read_text()
+        assert "Traceback" not in text and "ERROR" not in text, text
+    finally:
+        if proc.poll() is None: proc.kill(); proc.wait()
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the decoding process through /proc")
 def test_ctrl_c_with_the_decoding_process_stopped_still_exits(tmp_path):
     "Ctrl-C while the decoding process is stopped (SIGSTOP): the server exits within seconds (close() kills what a SIGTERM cannot end); it waited without end before."
