@@ -4,9 +4,10 @@ chapter time it: v8, then the sum of the splits, launched from Python back to ba
 JSON to $OUT/v8_splitk.json (else bench/results/).
 
     python bench/v8_splitk.py
+    python bench/v8_splitk.py --only "d512 qkv dW" --splits 1 2 3 4 5 6 8     # plans beyond those v8_plan may pick
 """
 from __future__ import annotations
-import datetime, json, os, sys
+import argparse, datetime, json, os, sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -24,10 +25,17 @@ SHAPES = [("d768 qkv dW dYt.X", 2304, 768, 16384, True, False), ("d512 gate-up d
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--splits", type=int, nargs="+", default=[1, 2, 3, 4], help="k-splits swept per block width (default 1 2 3 4: v8_plan's range)")
+    ap.add_argument("--only", nargs="+", default=None, help="the products to time, by label (default all seven)")
+    a = ap.parse_args()
+    unknown = set(a.only or ()) - {s[0] for s in SHAPES}
+    if unknown: ap.error(f"--only: no product {sorted(unknown)}; the products are {[s[0] for s in SHAPES]}")
     dev = cuda.get_current_device()
     out = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), device=str(dev.name), rows=[])
     for label, M, N, K, ta, tb in SHAPES:
-        a, b, a16, b16, _ = TC.tc_problem(M, N, K, ta, tb, seed=1)
+        if a.only and label not in a.only: continue
+        _, _, a16, b16, _ = TC.tc_problem(M, N, K, ta, tb, seed=1)
         da, db, dc = cuda.to_device(a16), cuda.to_device(b16), cuda.device_array((M, N), np.float32)
         flop = 2.0 * M * N * K
         v8 = lambda: TC.tc_gemm(da, db, dc, None, ta, tb, 8)
@@ -41,19 +49,20 @@ def main():
         keep = TC.v8_plan                                # every (block width, splits) the plan could pick, as graphs
         try:
             for bn in TC.V8_STAGES:
-                for sp in range(1, 5):
+                for sp in a.splits:
                     if sp > 1 and K // sp < 256: continue
                     TC.v8_plan = lambda M, N, K, sms=None, p=(bn, sp): p
                     v8(); cuda.synchronize()             # its workspace allocated outside the capture
                     row[f"graph_bn{bn}_s{sp}"] = flop / time_device(capture(v8).launch) / 1e12
         finally: TC.v8_plan = keep
-        row["v8_one_split_graph"] = row[f"graph_bn{plan[0]}_s1"]
+        row["v8_one_split_graph"] = row.get(f"graph_bn{plan[0]}_s1")
         out["rows"].append(row)
         print(f"{label:20s} plan {plan}: v8 {row['v8_launches']:6.1f} launched, {row['v8_graph']:6.1f} graph"
-              + f", one split {row['v8_one_split_graph']:6.1f} graph"
+              + (f", one split {row['v8_one_split_graph']:6.1f} graph" if row["v8_one_split_graph"] else "")
               + f" | cuBLAS {row['cublas_launches']:6.1f} / {row['cublas_graph']:6.1f} | graph ratio {row['v8_graph'] / row['cublas_graph']:.2f}",
               flush=True)
         print("    graphs by (block width, splits): " + ", ".join(f"{k[8:]} {v:.0f}" for k, v in row.items() if k.startswith("graph_bn")), flush=True)
+    out["splits"] = a.splits
     dest = Path(os.environ.get("OUT", "bench/results")) / "v8_splitk.json"
     dest.write_text(json.dumps(out, indent=1) + "\n")
     print("wrote", dest)
