@@ -995,6 +995,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                             'mint.serve._gone_body': ('serve.html#_gone_body', 'mint/serve.py'),
                             'mint.serve._is_ip': ('serve.html#_is_ip', 'mint/serve.py'),
                             'mint.serve._logprobs_json': ('serve.html#_logprobs_json', 'mint/serve.py'),
+                            'mint.serve._name_process': ('serve.html#_name_process', 'mint/serve.py'),
                             'mint.serve._no_route': ('serve.html#_no_route', 'mint/serve.py'),
                             'mint.serve._not_applied': ('serve.html#_not_applied', 'mint/serve.py'),
                             'mint.serve._number': ('serve.html#_number', 'mint/serve.py'),

@@ -501,6 +501,19 @@ def test_ctrl_c_twice_prints_no_traceback(tmp_path):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the decoding process through /proc")
+def test_the_decoding_process_is_named_in_ps(tmp_path):
+    "The decoding process is `mint-decode` in ps and top (its comm), not one more python3 beside the server."
+    import signal
+    proc, base = _endless(tmp_path)
+    try:
+        assert open(f"/proc/{_decoding_child(proc.pid)}/comm").read().strip() == "mint-decode"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(20) == 130
+    finally:
+        if proc.poll() is None: proc.kill(); proc.wait()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the decoding process through /proc")
 def test_ctrl_c_with_the_decoding_process_stopped_still_exits(tmp_path):
     "Ctrl-C while the decoding process is stopped (SIGSTOP): the server exits within seconds (close() kills what a SIGTERM cannot end); it waited without end before."
     import signal
