@@ -441,14 +441,29 @@ if __name__ == "__main__":
 """
 
 
+@contextlib.contextmanager
 def _endless(tmp_path, **popen):
-    "The endless model's server in a subprocess (`serve()`), announced: (process, base URL)."
+    "The endless model's server in a subprocess (`serve()`), announced: yields (process, base URL); killed on the way out if still running."
     port = free_port()
     script = tmp_path / "endless.py"; script.write_text(ENDLESS_SERVE)
     proc = subprocess.Popen([sys.executable, str(script), str(port)], env=mint_env(), stdout=subprocess.PIPE,
                             stderr=open(tmp_path / "err.txt", "w+"), text=True, **popen)
-    assert "Mint serves" in proc.stdout.readline()
-    return proc, f"http://127.0.0.1:{port}"
+    try:
+        assert "Mint serves" in proc.stdout.readline()
+        yield proc, f"http://127.0.0.1:{port}"
+    finally:
+        if proc.poll() is None: proc.kill(); proc.wait()
+
+
+@contextlib.contextmanager
+def _whole_reply_in_flight(base: str):
+    "A whole (not streamed) reply of 4,000 tokens from the endless model, posted from a thread: yields its future once the batch decodes it."
+    import httpx
+    body = {"model": "endless", "prompt": "中国", "max_tokens": 4000, "temperature": 0}
+    with ThreadPoolExecutor(1) as ex:
+        whole = ex.submit(httpx.post, base + "/v1/completions", json=body, timeout=60)
+        until_busy(base, 1)
+        yield whole
 
 
 def _decoding_child(pid: int) -> int:
@@ -460,8 +475,7 @@ def _decoding_child(pid: int) -> int:
 def test_ctrl_c_ends_the_replies_in_flight_cleanly(tmp_path):
     "Ctrl-C while a stream and a whole reply are in flight (an untrained model that never says <eos>, 4,000 tokens asked): the stream ends with a server_stopping error event and [DONE] (not a connection cut mid-message), the whole reply is a JSON 503, the server exits within seconds, and prints no traceback (uvicorn cancelled the streams after 3 s and printed a CancelledError each)."
     import httpx, signal
-    proc, base = _endless(tmp_path)
-    try:
+    with _endless(tmp_path) as (proc, base):
         body = {"model": "endless", "prompt": "中国", "max_tokens": 4000, "temperature": 0}
         def stream():
             with httpx.stream("POST", base + "/v1/completions", json={**body, "stream": True}, timeout=60) as r:
@@ -478,70 +492,50 @@ def test_ctrl_c_ends_the_replies_in_flight_cleanly(tmp_path):
         assert r.status_code == 503 and r.json()["error"]["code"] == "server_stopping", r.text
         text = (tmp_path / "err.txt").read_text()
         assert "CancelledError" not in text and "Exception in ASGI" not in text, text
-    finally:
-        if proc.poll() is None: proc.kill(); proc.wait()
 
 
 def test_ctrl_c_twice_prints_no_traceback(tmp_path):
     "Ctrl-C pressed twice (impatience, or a terminal that sends it to the group twice) with a reply in flight: the server exits with 130 and prints no traceback (uvicorn's lifespan task, cancelled by the second KeyboardInterrupt, logged one as an ERROR; serve() closes the decoding process itself, so uvicorn runs no lifespan)."
-    import httpx, signal
-    proc, base = _endless(tmp_path)
-    try:
-        body = {"model": "endless", "prompt": "中国", "max_tokens": 4000, "temperature": 0}
-        with ThreadPoolExecutor(1) as ex:
-            whole = ex.submit(httpx.post, base + "/v1/completions", json=body, timeout=60)
-            until_busy(base, 1)
+    import signal
+    with _endless(tmp_path) as (proc, base):
+        with _whole_reply_in_flight(base) as whole:
             proc.send_signal(signal.SIGINT); time.sleep(0.05); proc.send_signal(signal.SIGINT)
             assert proc.wait(20) == 130
             whole.exception()                                # answered or cut: either way it has ended
         text = (tmp_path / "err.txt").read_text()
         assert "Traceback" not in text and "ERROR" not in text, text
-    finally:
-        if proc.poll() is None: proc.kill(); proc.wait()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the decoding process through /proc")
 def test_the_decoding_process_is_named_in_ps(tmp_path):
     "The decoding process is `mint-decode` in ps and top (its comm), not one more python3 beside the server."
     import signal
-    proc, base = _endless(tmp_path)
-    try:
+    with _endless(tmp_path) as (proc, base):
         assert open(f"/proc/{_decoding_child(proc.pid)}/comm").read().strip() == "mint-decode"
         proc.send_signal(signal.SIGINT)
         assert proc.wait(20) == 130
-    finally:
-        if proc.poll() is None: proc.kill(); proc.wait()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the decoding process through /proc")
 def test_ctrl_c_with_the_decoding_process_stopped_still_exits(tmp_path):
     "Ctrl-C while the decoding process is stopped (SIGSTOP): the server exits within seconds (close() kills what a SIGTERM cannot end); it waited without end before."
     import signal
-    proc, base = _endless(tmp_path)
-    try:
+    with _endless(tmp_path) as (proc, base):
         os.kill(_decoding_child(proc.pid), signal.SIGSTOP)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(20) == 130
-    finally:
-        if proc.poll() is None: proc.kill(); proc.wait()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the decoding process through /proc")
 def test_sigterm_to_the_process_group_is_a_clean_stop(tmp_path):
     "SIGTERM to the server's whole process group (kill -TERM -PGID, a service manager's stop) with a whole reply in flight: the reply is a server_stopping 503, not a decoder_unavailable one (the decoding process dies of the same signal; while the server stops, that is the stop)."
-    import httpx, signal
-    proc, base = _endless(tmp_path, start_new_session=True)
-    try:
-        body = {"model": "endless", "prompt": "中国", "max_tokens": 4000, "temperature": 0}
-        with ThreadPoolExecutor(1) as ex:
-            whole = ex.submit(httpx.post, base + "/v1/completions", json=body, timeout=60)
-            until_busy(base, 1)
+    import signal
+    with _endless(tmp_path, start_new_session=True) as (proc, base):
+        with _whole_reply_in_flight(base) as whole:
             os.killpg(proc.pid, signal.SIGTERM)
             r = whole.result()
         assert r.status_code == 503 and r.json()["error"]["code"] == "server_stopping", r.text
         proc.wait(20)
-    finally:
-        if proc.poll() is None: proc.kill(); proc.wait()
 
 
 def test_a_batch_fills_past_the_worker_pool_default():
