@@ -189,7 +189,7 @@ def pick_next(logits, temperature: float, top_k: int, top_p: float, rng, pos: in
 # %% ../nbs/14_generate.ipynb #a7c10e02
 def pick_greedy(rows) -> list:
     "`pick_next` at temperature 0 for each of the logit `rows` (`[V]` each) in one pass over them stacked: a token id, or None where that sequence ends (`<eos>`, or non-finite logits: warned once for all of them)."
-    Z = np.stack(rows).astype(np.float64, copy=False)      # a new array: the rows are left as they are
+    Z = np.stack(rows)      # a new array (the rows are left as they are); no float64 copy: argmax is exact in float32
     bad = ~np.isfinite(Z).all(axis=1)
     if bad.any(): warnings.warn(f"non-finite logits in {int(bad.sum())} of {len(Z)} sequences (are the weights diverged?): "
                                 "their generation stopped", RuntimeWarning, stacklevel=2)
