@@ -330,42 +330,45 @@ class Batcher:
         if r in self.running: self.running.remove(r)
         if r.held: r.out.put(r.held); r.held = []
         r.out.put(why)
-    def _loop(self):
-        while True:
-            with self.cv:
-                while not self.waiting and not self.running: self.cv.wait()
-                new = [self.waiting.popleft() for _ in range(min(len(self.waiting), self.dec.free))]
-            batch = list(new)
-            try:
-                for r in new:
-                    if r.gone(): r.out.put(None); continue
-                    try: r.seq = self.dec.add(r.prompt)            # its prompt is read by the next steps, beside the others' tokens
-                    except Exception as e: r.out.put(e); continue      # this request's prompt: the others go on
-                    self.running.append(r)
-                feeds, ready = {}, []
-                for r in list(self.running):
-                    if r.gone() or r.n >= r.cap: self._end(r); continue
-                    if r.logits is not None: ready.append(r)       # else its prompt is still being read
+
+# %% ../nbs/41_serve.ipynb #1381cc9f
+@patch
+def _loop(self: Batcher):
+    while True:
+        with self.cv:
+            while not self.waiting and not self.running: self.cv.wait()
+            new = [self.waiting.popleft() for _ in range(min(len(self.waiting), self.dec.free))]
+        batch = list(new)
+        try:
+            for r in new:
+                if r.gone(): r.out.put(None); continue
+                try: r.seq = self.dec.add(r.prompt)            # its prompt is read by the next steps, beside the others' tokens
+                except Exception as e: r.out.put(e); continue      # this request's prompt: the others go on
+                self.running.append(r)
+            feeds, ready = {}, []
+            for r in list(self.running):
+                if r.gone() or r.n >= r.cap: self._end(r); continue
+                if r.logits is not None: ready.append(r)       # else its prompt is still being read
+            t0 = time.perf_counter()
+            picked = pick_tokens(ready)
+            self.seconds["pick"] += time.perf_counter() - t0
+            for r, t in zip(ready, picked):
+                if isinstance(t, Exception): self._end(r, t); continue      # its own sampling failed: it alone ends
+                if t is None: self._end(r); continue
+                r.n += 1
+                r.send(t)
+                if r.n >= r.cap or self.dec.room(r.seq) == 0: self._end(r)
+                else: feeds[r.seq] = t
+            if feeds or self.dec.prefilling:
+                batch = list(self.running)
                 t0 = time.perf_counter()
-                picked = pick_tokens(ready)
-                self.seconds["pick"] += time.perf_counter() - t0
-                for r, t in zip(ready, picked):
-                    if isinstance(t, Exception): self._end(r, t); continue      # its own sampling failed: it alone ends
-                    if t is None: self._end(r); continue
-                    r.n += 1
-                    r.send(t)
-                    if r.n >= r.cap or self.dec.room(r.seq) == 0: self._end(r)
-                    else: feeds[r.seq] = t
-                if feeds or self.dec.prefilling:
-                    batch = list(self.running)
-                    t0 = time.perf_counter()
-                    out = self.dec.step(feeds)
-                    self.seconds["step"] += time.perf_counter() - t0
-                    self.steps, self.peak = self.steps + 1, max(self.peak, len(self.running))
-                    for r in self.running: r.logits = out.get(r.seq, r.logits)
-            except Exception as e:                   # a bug of ours: fail this step's requests, keep serving the rest
-                logging.getLogger("mint.serve").exception("batched decoding failed")
-                for r in {id(r): r for r in batch + self.running}.values(): self._end(r, e)
+                out = self.dec.step(feeds)
+                self.seconds["step"] += time.perf_counter() - t0
+                self.steps, self.peak = self.steps + 1, max(self.peak, len(self.running))
+                for r in self.running: r.logits = out.get(r.seq, r.logits)
+        except Exception as e:                   # a bug of ours: fail this step's requests, keep serving the rest
+            logging.getLogger("mint.serve").exception("batched decoding failed")
+            for r in {id(r): r for r in batch + self.running}.values(): self._end(r, e)
 
 # %% ../nbs/41_serve.ipynb #4f1c2f0d
 @patch
@@ -415,6 +418,7 @@ def _name_process(name: str) -> None:
     import ctypes
     with contextlib.suppress(OSError, AttributeError): ctypes.CDLL(None).prctl(15, name.encode()[:15], 0, 0, 0)
 
+# %% ../nbs/41_serve.ipynb #4b966add
 def _decode_main(conn) -> None:
     "The decoding process: the model arrives on `conn`, then a `Batcher` is fed and cancelled by messages on it; what it sends goes out in batches from a thread of its own. It ends at 'stop' or when the pipe closes."
     signal.signal(signal.SIGINT, signal.SIG_IGN)         # Ctrl-C is the server's: it ends us with 'stop'
@@ -460,6 +464,7 @@ def _gone_body(e: DecoderGone | ServerStopping) -> dict:
     return {"error": {"message": str(e), "type": "server_error", "param": None,
                       "code": "server_stopping" if isinstance(e, ServerStopping) else "decoder_unavailable"}}
 
+# %% ../nbs/41_serve.ipynb #0dc675fb
 class Replies:
     "The replies in flight of one app: `stop()` (the server is stopping) ends each now — a stream with an error event and [DONE], a whole reply with a 503 — so that the server stops in time, and no client is cut off mid-message."
     STOPPING = "the server is stopping; send the request again when it is back"
@@ -511,29 +516,34 @@ class DecodeProcess:
                 if self.dead is None: return self.conn.send(msg)
             except (OSError, ValueError): pass
         raise DecoderGone(self.dead or "the decoding process is gone; restart the server")
-    def _read(self):
-        while True:
-            try: batch = self.conn.recv()
-            except Exception: break                      # EOF, or our end closed by close()
-            for rid, kind, x in batch:
-                if kind == "status":
-                    with self.status_cv: self.answer = (rid, x); self.status_cv.notify_all()
-                elif (q := self.queues.get(rid)) is not None: q.put((kind, x))
-        self.proc.join(2)
-        self.dead = self.dead or f"the decoding process ended (exit code {self.proc.exitcode}); restart the server"
-        for q in list(self.queues.values()): q.put(("end", (self.dead, None)))
-        with self.status_cv: self.status_cv.notify_all()
-    def close(self) -> None:
-        "End the decoding process: 'stop', then terminated if it has not gone in 5 s, then killed (a stopped process keeps a SIGTERM pending)."
-        atexit.unregister(self.close)
-        with contextlib.suppress(Exception): self._send(("stop",))
-        self.dead = self.dead or "the server is stopping"
-        self.proc.join(5)
-        if self.proc.is_alive(): self.proc.terminate(); self.proc.join(2)
-        if self.proc.is_alive(): self.proc.kill(); self.proc.join(5)
-        with contextlib.suppress(OSError): self.conn.close()
 
-# %% ../nbs/41_serve.ipynb #b85b8417
+# %% ../nbs/41_serve.ipynb #a68e603d
+@patch
+def _read(self: DecodeProcess):
+    while True:
+        try: batch = self.conn.recv()
+        except Exception: break                      # EOF, or our end closed by close()
+        for rid, kind, x in batch:
+            if kind == "status":
+                with self.status_cv: self.answer = (rid, x); self.status_cv.notify_all()
+            elif (q := self.queues.get(rid)) is not None: q.put((kind, x))
+    self.proc.join(2)
+    self.dead = self.dead or f"the decoding process ended (exit code {self.proc.exitcode}); restart the server"
+    for q in list(self.queues.values()): q.put(("end", (self.dead, None)))
+    with self.status_cv: self.status_cv.notify_all()
+
+@patch
+def close(self: DecodeProcess) -> None:
+    "End the decoding process: 'stop', then terminated if it has not gone in 5 s, then killed (a stopped process keeps a SIGTERM pending)."
+    atexit.unregister(self.close)
+    with contextlib.suppress(Exception): self._send(("stop",))
+    self.dead = self.dead or "the server is stopping"
+    self.proc.join(5)
+    if self.proc.is_alive(): self.proc.terminate(); self.proc.join(2)
+    if self.proc.is_alive(): self.proc.kill(); self.proc.join(5)
+    with contextlib.suppress(OSError): self.conn.close()
+
+# %% ../nbs/41_serve.ipynb #4abb545e
 @patch
 def tokens(self: DecodeProcess, prompt_ids, cap: int, s: Sampling, rng, cancel=None):
     "Yield `(token, logits)` of one request, as `Batcher.tokens` does; a reader that stops early leaves `rng` as it was just after the last token it took."
@@ -566,6 +576,7 @@ def tokens(self: DecodeProcess, prompt_ids, cap: int, s: Sampling, rng, cancel=N
         if not done and self.dead is None:
             with contextlib.suppress(RuntimeError): self._send(("cancel", rid))
 
+# %% ../nbs/41_serve.ipynb #c1ed2968
 @patch
 def status(self: DecodeProcess, timeout: float = 5) -> dict:
     "The batch's `Batcher.status()`; `DecoderGone` if the process has ended or does not answer within `timeout` s. Callers at the same time share one question (each waiting request asks now and then: they must not queue up behind each other's timeouts)."
