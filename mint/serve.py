@@ -4,7 +4,7 @@
 
 # %% ../nbs/41_serve.ipynb #ee8c641c
 from __future__ import annotations
-import asyncio, atexit, collections, contextlib, copy, dataclasses, errno, hashlib, base64, hmac, ipaddress, itertools, json, logging, math, queue, re, signal, socket, sys, threading, time, uuid
+import asyncio, atexit, collections, contextlib, copy, errno, hashlib, base64, hmac, ipaddress, itertools, json, logging, math, queue, re, signal, socket, sys, threading, time, uuid
 from dataclasses import dataclass
 from fastcore.basics import patch
 from urllib.parse import urlsplit
@@ -53,12 +53,12 @@ def _number(body: dict, key: str, default, lo=None, hi=None, integer=False, lo_o
     "`body[key]` checked: a finite number (an integer if `integer`) in the range; a `RequestError` naming `key` and the range otherwise."
     v = body.get(key, default)
     if v is None: return default
-    where = (f" in {'(' if lo_open else '['}{lo}, {hi}]" if lo is not None and hi is not None else
-             f" {'>' if lo_open else '>='} {lo}" if lo is not None else f" <= {hi}" if hi is not None else "")
-    bad = RequestError(f"'{key}' must be {'an integer' if integer else 'a finite number'}{where}, got {_shown(v)}", key)
-    if isinstance(v, bool) or not isinstance(v, (int, float)): raise bad
-    if isinstance(v, float) and not (math.isfinite(v) and (v.is_integer() or not integer)): raise bad   # NaN, ±inf, 1.5
-    if (lo is not None and (v <= lo if lo_open else v < lo)) or (hi is not None and v > hi): raise bad  # ints compared exactly
+    if (isinstance(v, bool) or not isinstance(v, (int, float))
+            or isinstance(v, float) and not (math.isfinite(v) and (v.is_integer() or not integer))             # NaN, ±inf, 1.5
+            or (lo is not None and (v <= lo if lo_open else v < lo)) or (hi is not None and v > hi)):      # ints compared exactly
+        where = (f" in {'(' if lo_open else '['}{lo}, {hi}]" if lo is not None and hi is not None else
+                 f" {'>' if lo_open else '>='} {lo}" if lo is not None else f" <= {hi}" if hi is not None else "")
+        raise RequestError(f"'{key}' must be {'an integer' if integer else 'a finite number'}{where}, got {_shown(v)}", key)
     return int(v) if integer else float(v)
 
 # %% ../nbs/41_serve.ipynb #dc775197
@@ -552,7 +552,7 @@ def tokens(self: DecodeProcess, prompt_ids, cap: int, s: Sampling, rng, cancel=N
     rid, q, done = next(self.ids), queue.SimpleQueue(), False
     self.queues[rid] = q
     try:
-        self._send(("add", rid, prompt, int(cap), dataclasses.asdict(s), rng))    # the settings say whether it wants each token as made
+        self._send(("add", rid, prompt, int(cap), dict(vars(s)), rng))    # the settings (plain values: no deep copy) say whether it wants each token as made
         last = time.monotonic()
         while cancel is None or not cancel.is_set():
             try: kind, x = q.get(timeout=self.quiet_s if cancel is None else 0.1)
@@ -820,7 +820,7 @@ def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: S
                 while not job.done():
                     await asyncio.wait({job, stopped}, timeout=0.25, return_when=asyncio.FIRST_COMPLETED)
                     if not job.done() and replies.stopping.is_set(): gone.set(); replies.check()   # ServerStopping: a 503
-                    if request is not None and not gone.is_set() and await request.is_disconnected(): gone.set()
+                    if not job.done() and request is not None and not gone.is_set() and await request.is_disconnected(): gone.set()
             finally: replies.waiting.discard(entry)
             outs = await job
             return JSONResponse({"id": rid, "object": obj, "created": now, "model": model_id,
