@@ -8,6 +8,7 @@ import asyncio, atexit, collections, contextlib, copy, errno, hashlib, base64, h
 from dataclasses import dataclass
 from fastcore.basics import patch
 from urllib.parse import urlsplit
+from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from .core import ModelConfig
 from .vocab import BOS, EOS, HUMAN, ASSISTANT
@@ -796,11 +797,11 @@ def _pump(it, loop, q, stop: threading.Event) -> None:
 
 
 # %% ../nbs/41_serve.ipynb #303006a8
-def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: Sampling, request=None, replies: Replies | None = None):
-    "A coroutine giving the reply to one request for `ids`: the whole JSON response, or with `s.stream` the `StreamingResponse` of `_events` (a client that goes away frees its batch slot at once; `replies.stop()` ends it at once)."
+def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: Sampling, request=None, replies: Replies | None = None,
+           pool=None):
+    "A coroutine giving the reply to one request for `ids`: the whole JSON response, or with `s.stream` the `StreamingResponse` of `_events` (a client that goes away frees its batch slot at once; `replies.stop()` ends it at once); a whole reply is made in a thread of `pool` (`_in_thread`)."
     replies = replies or Replies()
     from starlette.responses import JSONResponse, StreamingResponse
-    from starlette.concurrency import run_in_threadpool
     rid, now = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex, int(time.time())
     obj = "chat.completion" if chat else "text_completion"
     rng = np.random.default_rng(s.seed)                 # one generator for all n choices: choice 0 is the n = 1 reply
@@ -811,7 +812,7 @@ def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: S
         def all_choices():
             return [run_generation(params, cfg, tok, ids, s, rng, batcher, gone) for _ in range(s.n)]
         async def whole():
-            job = asyncio.ensure_future(run_in_threadpool(all_choices))
+            job = asyncio.ensure_future(_in_thread(pool, all_choices))
             loop = asyncio.get_running_loop()
             stopped = loop.create_future()                # Replies.stop() sets it: no wait for the next quarter second
             entry = (loop, lambda e: stopped.done() or stopped.set_result(e))
@@ -850,12 +851,16 @@ def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: S
     return streamed()
 
 # %% ../nbs/41_serve.ipynb #c4e81a02
-def _room_for(slots: int) -> None:
-    "Let this event loop's worker pool (anyio's default limiter, used by Starlette's `run_in_threadpool`) run `2 * slots + 8` threads at once, if it allows fewer: every request waiting on the batch holds one."
-    import anyio.to_thread
-    lim = anyio.to_thread.current_default_thread_limiter()
-    if lim.total_tokens < 2 * slots + 8: lim.total_tokens = 2 * slots + 8
+def _workers(slots: int) -> ThreadPoolExecutor:
+    "An app's worker threads: `2 * slots + 8` (at least 40), one for each request waiting on a batch of `slots`, and as many queued behind them."
+    return ThreadPoolExecutor(max(40, 2 * slots + 8), thread_name_prefix="mint-request")
 
+async def _in_thread(pool, fn, *args):
+    "`fn(*args)` in a thread of `pool`, awaited from the event loop (Starlette's `run_in_threadpool` if `pool` is None)."
+    if pool is None:
+        from starlette.concurrency import run_in_threadpool
+        return await run_in_threadpool(fn, *args)
+    return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
 
 # %% ../nbs/41_serve.ipynb #78cd53c7
 def _error_response(e: Exception, headers: dict | None = None):
@@ -894,20 +899,23 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
     created = int(time.time())
     batcher = (DecodeProcess if decode_process else Batcher)(params, cfg, slots, device) if slots else None   # slots=0: a Decoder per request (CPU)
     replies = Replies()                                  # serve() calls its stop() at Ctrl-C
+    pool = _workers(slots)                               # a thread for each request waiting on the batch
+
+    def close():
+        if isinstance(batcher, DecodeProcess): batcher.close()
+        pool.shutdown(wait=False)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
         try: yield
-        finally:
-            if isinstance(batcher, DecodeProcess): batcher.close()
+        finally: close()
 
     async def models(request):
         return JSONResponse({"object": "list", "data": [{"id": model_id, "object": "model", "created": created, "owned_by": "mint",
                                                          "context_length": cfg.max_seq_len, "max_model_len": cfg.max_seq_len}]})
 
     async def health(request):
-        from starlette.concurrency import run_in_threadpool
-        try: slots = await run_in_threadpool(batcher.status) if batcher else None
+        try: slots = await _in_thread(pool, batcher.status) if batcher else None
         except DecoderGone as e: return JSONResponse({"status": "error", "error": str(e)}, 503)
         return JSONResponse({"status": "ok", "slots": slots})
 
@@ -921,13 +929,11 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
 
     def endpoint(chat: bool):
         async def handle(request):
-            from starlette.concurrency import run_in_threadpool
-            _room_for(slots)
             try:
-                s, ids = await run_in_threadpool(prepare, await _read_body(request), chat)
+                s, ids = await _in_thread(pool, prepare, await _read_body(request), chat)
                 if getattr(batcher, "dead", None): raise DecoderGone(batcher.dead)   # before a stream's headers
                 replies.check()
-                return await _reply(params, cfg, tok, model_id, batcher, chat, ids, s, request, replies)
+                return await _reply(params, cfg, tok, model_id, batcher, chat, ids, s, request, replies, pool)
             except Exception as e: return _error_response(replies.said(e))
         return handle
 
@@ -939,7 +945,7 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
         app = CORSMiddleware(app, allow_origins=list(cors), allow_methods=["GET", "POST"], allow_headers=["authorization", "content-type"])
     guard = Guard(app, host, allow_hosts, cors, api_key)
     guard.replies = replies
-    guard.close = batcher.close if isinstance(batcher, DecodeProcess) else (lambda: None)   # serve() ends with it
+    guard.close = close                                  # serve() ends with it
     return guard
 
 # %% ../nbs/41_serve.ipynb #3190227d
