@@ -29,7 +29,7 @@
 #   Z: flash-tc on bf16 q, k, v (rope_bf16): glue_check (+ the model step), the d768 bf16 profiles; ZB=1 adds bench_scale d768
 #   P: d768 bf16 after staging the next batch during each step and the fused SwiGLU backward: glue_check, step_gaps,
 #      profile, bench_scale
-#   K: v8 split-K up to 8 splits, the GPU server with 8 requests a client, the d1024 row (2026-12-06 night)
+#   K: v8 split-K up to 8 splits (ten copies a graph), the GPU server with 8 requests a client, the d1024 row (2026-12-06 night)
 #   SC: bench_scale alone (SC_CONFIGS, SC_GEMMS, SC_S), PyTorch bf16 + compile first
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
@@ -248,7 +248,7 @@ elif [ "$PART" = K ]; then
   #    1/16/64 clients with 8 requests a client (steady state at 64), then the d1024 row (PyTorch bf16 + compile first,
   #    Mint bf16 --recompute with cuBLAS bf16 and GEMM v8) if time is left (<= 560 s); all in $OUT/k.tar
   L=/tmp/klogs; mkdir -p $L
-  ( time timeout 150 python3 bench/v8_splitk.py --splits 1 2 3 4 5 6 7 8 ) > $L/v8_splitk.log 2>&1
+  ( time timeout 150 python3 bench/v8_splitk.py --splits 1 2 3 4 5 6 7 8 --per-graph 10 --rounds 5 ) > $L/v8_splitk.log 2>&1
   echo "v8_splitk rc $? at ${SECONDS}s"; grep -v "^ " $L/v8_splitk.log | tail -9 | cut -c1-200
   ( time timeout 170 python3 bench/bench_serve.py --device cuda --clients 1 16 64 --requests 8 --rounds 3 --slots 64 ) > $L/bench_serve_cuda.log 2>&1
   echo "bench_serve rc $? at ${SECONDS}s"; grep -E "round|^\|" $L/bench_serve_cuda.log | tail -12

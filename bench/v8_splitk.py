@@ -28,6 +28,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--splits", type=int, nargs="+", default=[1, 2, 3, 4], help="k-splits swept per block width (default 1 2 3 4: v8_plan's range)")
     ap.add_argument("--only", nargs="+", default=None, help="the products to time, by label (default all seven)")
+    ap.add_argument("--per-graph", type=int, default=1, help="copies of the product recorded back to back in each graph, the time divided by them "
+                    "(default 1; training's step is one graph, so the gaps between graph launches are not its)")
+    ap.add_argument("--rounds", type=int, default=3, help="timed rounds per number (the median; default 3)")
     a = ap.parse_args()
     unknown = set(a.only or ()) - {s[0] for s in SHAPES}
     if unknown: ap.error(f"--only: no product {sorted(unknown)}; the products are {[s[0] for s in SHAPES]}")
@@ -41,11 +44,13 @@ def main():
         v8 = lambda: TC.tc_gemm(da, db, dc, None, ta, tb, 8)
         cub = lambda: cublas_gemm(da, db, dc, None, ta, tb, mode="bf16")
         v8(); cub(); cuda.synchronize()
-        g8, gc = capture(v8), capture(cub)
+        rep = lambda f: (lambda: [f() for _ in range(a.per_graph)])          # a graph of per_graph copies
+        g8, gc = capture(rep(v8)), capture(rep(cub))
+        tg = lambda g: time_device(g.launch, rounds=a.rounds) / a.per_graph
         plan = TC.v8_plan(M, N, K)
         row = dict(shape=label, M=M, N=N, K=K, plan=plan,
-                   v8_launches=flop / time_device(v8) / 1e12, v8_graph=flop / time_device(g8.launch) / 1e12,
-                   cublas_launches=flop / time_device(cub) / 1e12, cublas_graph=flop / time_device(gc.launch) / 1e12)
+                   v8_launches=flop / time_device(v8) / 1e12, v8_graph=flop / tg(g8) / 1e12,
+                   cublas_launches=flop / time_device(cub) / 1e12, cublas_graph=flop / tg(gc) / 1e12)
         keep = TC.v8_plan                                # every (block width, splits) the plan could pick, as graphs
         try:
             for bn in TC.V8_STAGES:
@@ -53,7 +58,7 @@ def main():
                     if sp > 1 and K // sp < 256: continue
                     TC.v8_plan = lambda M, N, K, sms=None, p=(bn, sp): p
                     v8(); cuda.synchronize()             # its workspace allocated outside the capture
-                    row[f"graph_bn{bn}_s{sp}"] = flop / time_device(capture(v8).launch) / 1e12
+                    row[f"graph_bn{bn}_s{sp}"] = flop / tg(capture(rep(v8))) / 1e12
         finally: TC.v8_plan = keep
         row["v8_one_split_graph"] = row.get(f"graph_bn{plan[0]}_s1")
         out["rows"].append(row)
@@ -62,7 +67,7 @@ def main():
               + f" | cuBLAS {row['cublas_launches']:6.1f} / {row['cublas_graph']:6.1f} | graph ratio {row['v8_graph'] / row['cublas_graph']:.2f}",
               flush=True)
         print("    graphs by (block width, splits): " + ", ".join(f"{k[8:]} {v:.0f}" for k, v in row.items() if k.startswith("graph_bn")), flush=True)
-    out["splits"] = a.splits
+    out["splits"], out["per_graph"], out["rounds"] = a.splits, a.per_graph, a.rounds
     dest = Path(os.environ.get("OUT", "bench/results")) / "v8_splitk.json"
     dest.write_text(json.dumps(out, indent=1) + "\n")
     print("wrote", dest)
