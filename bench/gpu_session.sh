@@ -246,14 +246,14 @@ elif [ "$PART" = P ]; then
 elif [ "$PART" = K ]; then
   # K (2026-12-06 night): v8's split-K plans up to 8 splits on all seven products (bench/v8_splitk.py), the GPU server at
   #    1/16/64 clients with 8 requests a client (steady state at 64), then the d1024 row (PyTorch bf16 + compile first,
-  #    Mint bf16 --recompute with cuBLAS bf16 and GEMM v8) if time is left (<= 560 s); all in $OUT/k.tar
+  #    Mint bf16 --recompute with cuBLAS bf16 and GEMM v8) if time is left (<= 450 s); all in $OUT/k.tar
   L=/tmp/klogs; mkdir -p $L
   ( time timeout 150 python3 bench/v8_splitk.py --splits 1 2 3 4 5 6 7 8 --per-graph 10 --rounds 5 ) > $L/v8_splitk.log 2>&1
   echo "v8_splitk rc $? at ${SECONDS}s"; grep -v "^ " $L/v8_splitk.log | tail -9 | cut -c1-200
   ( time timeout 170 python3 bench/bench_serve.py --device cuda --clients 1 16 64 --requests 8 --rounds 3 --slots 64 ) > $L/bench_serve_cuda.log 2>&1
   echo "bench_serve rc $? at ${SECONDS}s"; grep -E "round|^\|" $L/bench_serve_cuda.log | tail -12
   cp bench/results/serve_cuda.jsonl bench/results/v8_splitk*.json $L/ 2>/dev/null
-  left=$((545 - SECONDS)); [ $left -gt 120 ] && ( time timeout $left python3 bench/bench_scale.py --configs d1024 --mint bf16 \
+  left=$((430 - SECONDS)); [ $left -gt 120 ] && ( time timeout $left python3 bench/bench_scale.py --configs d1024 --mint bf16 \
       --bf16-gemm cublas-bf16 tc --torch bf16 --peer-first --steps 3 --rounds 2 --budget-s $((left - 25)) --out $L ) > $L/bench_scale.log 2>&1
   echo "bench_scale rc $? at ${SECONDS}s"; tail -8 $L/bench_scale.log
   tar cf "$OUT/k.tar" -C /tmp klogs; ls -la "$OUT"
