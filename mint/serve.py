@@ -822,7 +822,9 @@ def _reply(params, cfg, tok, model_id: str, batcher, chat: bool, ids: list, s: S
                     await asyncio.wait({job, stopped}, timeout=0.25, return_when=asyncio.FIRST_COMPLETED)
                     if not job.done() and replies.stopping.is_set(): gone.set(); replies.check()   # ServerStopping: a 503
                     if not job.done() and request is not None and not gone.is_set() and await request.is_disconnected(): gone.set()
-            finally: replies.waiting.discard(entry)
+            finally:
+                replies.waiting.discard(entry)
+                if not job.done(): job.add_done_callback(lambda j: j.cancelled() or j.exception())   # ended by a 503: its error is ours, not logged
             outs = await job
             return JSONResponse({"id": rid, "object": obj, "created": now, "model": model_id,
                                  "choices": [choice(i, text, finish, toks=toks) for i, (text, finish, _, toks) in enumerate(outs)],
@@ -899,11 +901,12 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
     created = int(time.time())
     batcher = (DecodeProcess if decode_process else Batcher)(params, cfg, slots, device) if slots else None   # slots=0: a Decoder per request (CPU)
     replies = Replies()                                  # serve() calls its stop() at Ctrl-C
-    pool = _workers(slots)                               # a thread for each request waiting on the batch
+    pool = _workers(slots)                               # a thread for each reply waiting on the batch
+    quick = ThreadPoolExecutor(4, thread_name_prefix="mint-quick")   # parsing, /health: never queued behind waiting replies
 
     def close():
         if isinstance(batcher, DecodeProcess): batcher.close()
-        pool.shutdown(wait=False)
+        pool.shutdown(wait=False); quick.shutdown(wait=False)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -915,12 +918,12 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
                                                          "context_length": cfg.max_seq_len, "max_model_len": cfg.max_seq_len}]})
 
     async def health(request):
-        try: slots = await _in_thread(pool, batcher.status) if batcher else None
+        try: slots = await _in_thread(quick, batcher.status) if batcher else None
         except DecoderGone as e: return JSONResponse({"status": "error", "error": str(e)}, 503)
         return JSONResponse({"status": "ok", "slots": slots})
 
     def prepare(raw: bytes, chat: bool):
-        "All of a request's own work before it joins the batch, in its worker thread (never in the event loop or the batch's thread)."
+        "All of a request's own work before it joins the batch, in a thread of `quick` (never in the event loop, the batch's thread, or behind the replies waiting on the batch)."
         body = parse_body(raw, model_id)
         s = parse_sampling(body, chat)
         ids = (chat_prompt(tok, body.get("messages"), cfg.max_seq_len) if chat
@@ -930,7 +933,7 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
     def endpoint(chat: bool):
         async def handle(request):
             try:
-                s, ids = await _in_thread(pool, prepare, await _read_body(request), chat)
+                s, ids = await _in_thread(quick, prepare, await _read_body(request), chat)
                 if getattr(batcher, "dead", None): raise DecoderGone(batcher.dead)   # before a stream's headers
                 replies.check()
                 return await _reply(params, cfg, tok, model_id, batcher, chat, ids, s, request, replies, pool)

@@ -528,14 +528,20 @@ def test_ctrl_c_with_the_decoding_process_stopped_still_exits(tmp_path):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the decoding process through /proc")
 def test_sigterm_to_the_process_group_is_a_clean_stop(tmp_path):
-    "SIGTERM to the server's whole process group (kill -TERM -PGID, a service manager's stop) with a whole reply in flight: the reply is a server_stopping 503, not a decoder_unavailable one (the decoding process dies of the same signal; while the server stops, that is the stop)."
+    "SIGTERM to the server's whole process group (kill -TERM -PGID, a service manager's stop) with three whole replies in flight (two decoding, one waiting): each is a server_stopping 503, not a decoder_unavailable one (the decoding process dies of the same signal; while the server stops, that is the stop), and nothing is logged (each reply's job, which ends with DecoderGone, is retrieved: it was a 'Task exception was never retrieved' traceback)."
     import signal
+    import httpx
+    body = {"model": "endless", "prompt": "中国", "max_tokens": 4000, "temperature": 0}
     with _endless(tmp_path, start_new_session=True) as (proc, base):
-        with _whole_reply_in_flight(base) as whole:
+        with ThreadPoolExecutor(3) as ex:
+            wholes = [ex.submit(httpx.post, base + "/v1/completions", json=body, timeout=60) for _ in range(3)]
+            until_busy(base, 2)                              # both slots decode, the third reply waits
             os.killpg(proc.pid, signal.SIGTERM)
-            r = whole.result()
-        assert r.status_code == 503 and r.json()["error"]["code"] == "server_stopping", r.text
+            rs = [w.result() for w in wholes]
+        assert all(r.status_code == 503 and r.json()["error"]["code"] == "server_stopping" for r in rs), [r.text for r in rs]
         proc.wait(20)
+        text = (tmp_path / "err.txt").read_text()            # each reply's job ended with DecoderGone: retrieved, not logged
+        assert "Traceback" not in text and "never retrieved" not in text, text
 
 
 def test_a_batch_fills_past_the_worker_pool_default():
@@ -552,6 +558,30 @@ def test_a_batch_fills_past_the_worker_pool_default():
         slots = httpx.get(base + "/health").json()["slots"]
     assert got == [600] * 48, got
     assert slots["peak"] > 40 and slots["busy"] == 0, slots
+
+
+def test_health_and_bad_requests_are_answered_while_many_replies_wait():
+    "More whole replies in flight than the server has worker threads (100 of 2,000 tokens on 4 slots: most wait for a slot, each holding a thread, or for a thread): /health, a malformed body and a bad field are still answered at once, not queued behind the replies (their own work runs in a pool of its own). Then the replies' clients go away, and the server answers the next request."
+    import asyncio, httpx
+    body = {"model": "wide", "prompt": "中国", "max_tokens": 2000, "temperature": 0}
+    async def probe(base):
+        async with httpx.AsyncClient(base_url=base, limits=httpx.Limits(max_connections=120), timeout=600) as c:
+            replies = [asyncio.create_task(c.post("/v1/completions", json=body)) for _ in range(100)]
+            await asyncio.sleep(3)                               # every request posted: 4 decode, the rest wait
+            t0 = time.time()
+            h = await c.get("/health", timeout=5)
+            bad = await c.post("/v1/completions", content=b"{bad", headers={"content-type": "application/json"}, timeout=5)
+            neg = await c.post("/v1/completions", json={**body, "max_tokens": -1}, timeout=5)
+            took = time.time() - t0
+            for r in replies: r.cancel()                         # their connections close: the server frees their slots
+            await asyncio.gather(*replies, return_exceptions=True)
+        return h, bad, neg, took
+    with endless_server("wide", 4, 16, 1, 4096) as base:
+        h, bad, neg, took = asyncio.run(probe(base))
+        after = httpx.post(base + "/v1/completions", json={**body, "max_tokens": 3}, timeout=60)
+    assert h.status_code == 200 and bad.status_code == 400 and neg.status_code == 400, (h.text, bad.text, neg.text)
+    assert h.json()["slots"]["waiting"] > 0 and took < 3, (h.json(), took)
+    assert after.json()["usage"]["completion_tokens"] == 3, after.text
 
 
 def test_malformed_requests_mid_batch_harm_no_other(server):
