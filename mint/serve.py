@@ -619,7 +619,7 @@ def _is_ip(name: str) -> bool:
 
 # %% ../nbs/41_serve.ipynb #9dcb831e
 class Guard:
-    "ASGI middleware: refuse a foreign `Host` or `Origin` (403), a missing or wrong API key on /v1 (401), a POST that is not JSON (415); JSON errors in OpenAI's shape."
+    "ASGI middleware: refuse a Host, Origin, Authorization or Content-Type header sent twice (400), a foreign `Host` or `Origin` (403), a missing or wrong API key on /v1 (401), a POST that is not JSON (415); JSON errors in OpenAI's shape."
     def __init__(self, app, host: str = "127.0.0.1", allow_hosts=(), cors=(), api_key: str | None = None):
         self.app, self.cors, self.api_key = app, tuple(cors), api_key or None
         self.names = {*LOCAL_NAMES, *(host_name(h) or h.lower() for h in (host, *allow_hosts))}
@@ -656,8 +656,11 @@ class Guard:
         return None
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http": return await self.app(scope, receive, send)
-        h = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        err = self.check(scope, h)
+        names = [k.decode("latin-1").lower() for k, _ in scope["headers"]]
+        h = {k: v.decode("latin-1") for k, (_, v) in zip(names, scope["headers"])}
+        twice = next((k for k in ("host", "origin", "authorization", "content-type") if names.count(k) > 1), None)
+        err = (RequestError(f"the request has {names.count(twice)} {twice.title()} headers; send one", twice.title(), 400, "duplicate_header")
+               if twice else self.check(scope, h))      # which one would count is not ours to guess (the last won: a way past the Host check)
         if err is None: return await self.app(scope, receive, send)
         from starlette.responses import JSONResponse
         extra = {"Access-Control-Allow-Origin": h["origin"], "Vary": "Origin"} if err.status != 403 and h.get("origin") in self.cors else {}
@@ -705,13 +708,17 @@ def token_bytes(tok, i: int) -> bytes:
 
 # %% ../nbs/41_serve.ipynb #cec43452
 def _logprobs_json(tok, toks: list, chat: bool, n_top: int) -> dict:
-    "OpenAI's `logprobs` object: chat `{content: [{token, logprob, bytes, top_logprobs}]}`, completions `{tokens, token_logprobs, top_logprobs, text_offset}`."
+    "OpenAI's `logprobs` object: chat `{content: [{token, logprob, bytes, top_logprobs}]}`, completions `{tokens, token_logprobs, top_logprobs, text_offset}`; a completions token that is not whole UTF-8 (part of a character) is written `bytes:\\xNN…`, as OpenAI writes it, so each alternative keeps a key of its own."
     def text(i): return token_bytes(tok, i).decode("utf-8", "replace")
+    def key(i):
+        b = token_bytes(tok, i)
+        try: return b.decode("utf-8")
+        except UnicodeDecodeError: return "bytes:" + "".join(f"\\x{x:02x}" for x in b)
     if chat:
         entry = lambda i, lp: {"token": text(i), "logprob": lp, "bytes": list(token_bytes(tok, i))}
         return {"content": [{**entry(t.id, t.logprob), "top_logprobs": [entry(i, lp) for i, lp in t.top]} for t in toks], "refusal": None}
-    return {"tokens": [text(t.id) for t in toks], "token_logprobs": [t.logprob for t in toks],
-            "top_logprobs": [{text(i): lp for i, lp in t.top} for t in toks] if n_top else None,
+    return {"tokens": [key(t.id) for t in toks], "token_logprobs": [t.logprob for t in toks],
+            "top_logprobs": [{key(i): lp for i, lp in t.top} for t in toks] if n_top else None,
             "text_offset": [t.offset for t in toks]}
 
 # %% ../nbs/41_serve.ipynb #1f4225a7
@@ -880,8 +887,8 @@ async def _no_route(request, exc):
         allow = ", ".join(sorted(exc.headers["Allow"].split(", ")))
         e = RequestError(f"{request.url.path} does not take {request.method}; it takes {allow}", None, 405, "method_not_allowed")
         return _error_response(e, {"Allow": allow})
-    return _error_response(RequestError(f"no route {request.method} {request.url.path}; this server has / (a chat page), /v1/models, "
-                                        f"/v1/chat/completions and /v1/completions", None, exc.status_code))
+    return _error_response(RequestError(f"no route {request.method} {request.url.path}; this server has / (a chat page), /health, "
+                                        f"/v1/models, /v1/chat/completions and /v1/completions", None, exc.status_code))
 
 async def _page(request):
     "The chat page, under a Content-Security-Policy that lets only its own script and style run."
@@ -913,9 +920,13 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
         try: yield
         finally: close()
 
-    async def models(request):
-        return JSONResponse({"object": "list", "data": [{"id": model_id, "object": "model", "created": created, "owned_by": "mint",
-                                                         "context_length": cfg.max_seq_len, "max_model_len": cfg.max_seq_len}]})
+    card = {"id": model_id, "object": "model", "created": created, "owned_by": "mint",
+            "context_length": cfg.max_seq_len, "max_model_len": cfg.max_seq_len}
+    async def models(request): return JSONResponse({"object": "list", "data": [card]})
+    async def model(request):                            # GET /v1/models/{id}: the OpenAI clients' models.retrieve
+        m = request.path_params["model"]
+        if m != model_id: return _error_response(RequestError(f"the model {m!r} does not exist; this server has {model_id!r}", "model", 404, "model_not_found"))
+        return JSONResponse(card)
 
     async def health(request):
         try: slots = await _in_thread(quick, batcher.status) if batcher else None
@@ -941,6 +952,7 @@ def create_app(params, cfg: ModelConfig, tok, model_id: str = "mint", *, host: s
         return handle
 
     routes = [Route("/", _page, methods=["GET"]), Route("/health", health, methods=["GET"]), Route("/v1/models", models, methods=["GET"]),
+              Route("/v1/models/{model:path}", model, methods=["GET"]),
               Route("/v1/chat/completions", endpoint(True), methods=["POST"]), Route("/v1/completions", endpoint(False), methods=["POST"])]
     app = Starlette(routes=routes, exception_handlers={404: _no_route, 405: _no_route}, lifespan=lifespan)
     if cors:

@@ -48,9 +48,13 @@ def greedy_reply(ck, messages, max_tokens, stop=()):
 
 
 def test_models(server):
+    import openai
     client, ck = server
     (m,) = client.models.list().data
     assert m.id == "tiny" and m.context_length == ck.config.max_seq_len == m.max_model_len
+    assert client.models.retrieve("tiny") == m                          # GET /v1/models/tiny
+    with pytest.raises(openai.NotFoundError) as e: client.models.retrieve("gpt-4")
+    assert e.value.body["code"] == "model_not_found" and "'gpt-4'" in e.value.body["message"], e.value.body
 
 
 def test_chat_non_streaming_and_streaming_agree(server):
@@ -146,14 +150,18 @@ def test_chat_logprobs(server):
 
 def test_completion_logprobs(server):
     client, ck = server
-    r = client.completions.create(model="tiny", prompt="中国", temperature=0, max_tokens=6, logprobs=2)
+    r = client.completions.create(model="tiny", prompt="中国", temperature=0, max_tokens=12, logprobs=5)
     lp = r.choices[0].logprobs
     n = r.usage.completion_tokens
     assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == len(lp.text_offset) == n
     assert lp.text_offset == sorted(lp.text_offset) and lp.text_offset[0] == 0
     first = _log_softmax_ref(ck, [3, *ck.vocab.encode("中国").tolist()])          # <eos> + prompt, as mint generate
     assert math.isclose(lp.token_logprobs[0], first.max(), abs_tol=1e-5)
-    assert all(len(d) <= 2 and max(d.values()) == x for d, x in zip(lp.top_logprobs, lp.token_logprobs))
+    assert all(max(d.values()) == x for d, x in zip(lp.top_logprobs, lp.token_logprobs))
+    # five alternatives at every position: a BPE token that is part of a character is keyed by its bytes, as OpenAI's
+    # 'bytes:\\xe4\\xb8', not by a '\ufffd' that several of them would share (they overwrote each other)
+    assert all(len(d) == 5 for d in lp.top_logprobs), lp.top_logprobs
+    assert not any("\ufffd" in k for d in lp.top_logprobs for k in d) and "\ufffd" not in "".join(lp.tokens)
 
 
 def test_stop_string_or_list(server):
@@ -883,6 +891,23 @@ def test_disconnect_mid_body_is_not_a_traceback(mint_server):
     time.sleep(0.5)
     assert post(mint_server.base, "/v1/completions", {"model": "tiny", "prompt": "中国", "max_tokens": 2}).status_code == 200
     assert "Traceback" not in mint_server.stderr() and "Error" not in mint_server.stderr(), mint_server.stderr()
+
+
+def test_a_header_sent_twice_is_refused(mint_server):
+    "Two Host (or Origin) headers: a 400 naming the header, whichever comes first (the last one won, so a foreign Host followed by a local one got past the DNS-rebinding check)."
+    def raw(headers: str) -> tuple[int, dict]:
+        with socket.create_connection(("127.0.0.1", mint_server.port)) as s:
+            s.sendall(f"GET /health HTTP/1.1\r\n{headers}Connection: close\r\n\r\n".encode())
+            data = b""
+            while chunk := s.recv(65536): data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        return int(head.split()[1]), json.loads(body)
+    local = f"127.0.0.1:{mint_server.port}"
+    assert raw(f"Host: {local}\r\n")[0] == 200
+    for headers, field in ((f"Host: evil.example\r\nHost: {local}\r\n", "Host"), (f"Host: {local}\r\nHost: evil.example\r\n", "Host"),
+                           (f"Host: {local}\r\nOrigin: https://evil.example\r\nOrigin: http://{local}\r\n", "Origin")):
+        code, body = raw(headers)
+        assert code == 400 and body["error"]["param"] == field and body["error"]["code"] == "duplicate_header", (headers, code, body)
 
 
 def test_cors_and_api_key(trained, tmp_path):
