@@ -192,7 +192,8 @@ def completion_prompt(tok, prompt, max_seq_len: int) -> list[int]:
     if not isinstance(prompt, str): raise RequestError("'prompt' must be a string", "prompt")
     ids = [EOS, *tok.encode(prompt).tolist()]
     if len(ids) >= max_seq_len:
-        raise RequestError(f"'prompt' is {len(ids)} tokens; the model's window is {max_seq_len}", "prompt", code="context_length_exceeded")
+        raise RequestError(f"'prompt' is {len(ids)} tokens (with the <eos> before it) and the model's window is {max_seq_len}: "
+                           f"it must be at most {max_seq_len - 1}, to leave room for the reply", "prompt", code="context_length_exceeded")
     return ids
 
 # %% ../nbs/41_serve.ipynb #c06d0758
@@ -741,6 +742,7 @@ def parse_body(raw: bytes, model_id: str) -> dict:
     "The JSON object of a request for `model_id` (integers too long for Python's conversion kept as `BigInt`); a `RequestError` (400, 404) says what is wrong with it."
     try: body = json.loads(raw, parse_int=_parse_int)
     except (ValueError, RecursionError) as e:
+        if isinstance(e, RecursionError): raise RequestError("the request body is JSON nested deeper than this server parses", None) from None
         where = f" ({e.msg} at line {e.lineno} column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
         raise RequestError(f"the request body is not valid JSON{where}", None) from None
     if not isinstance(body, dict): raise RequestError("the request body must be a JSON object", None)
