@@ -161,7 +161,7 @@ def _turn_texts(messages) -> list[str]:
         role, want = m.get("role"), ("user" if i % 2 == 0 else "assistant")
         if role == "system": raise RequestError(f"messages[{i}].role: Mint's chat format has no system prompt", f"messages[{i}].role")
         if role != want:
-            raise RequestError(f"messages[{i}].role must be '{want}' (roles alternate user/assistant, starting with user), got {role!r}",
+            raise RequestError(f"messages[{i}].role must be '{want}' (roles alternate user/assistant, starting with user), got {'none' if role is None else _shown(role)}",
                                f"messages[{i}].role")
         texts.append(_content(m, i))
     if len(texts) % 2 == 0: raise RequestError("the last message must be the user's", f"messages[{len(texts) - 1}].role")
