@@ -649,7 +649,7 @@ class Guard:
             if not hmac.compare_digest(given.encode("utf-8", "replace"), f"Bearer {self.api_key}".encode()):
                 why = "no API key was sent" if not given else "the API key is wrong"
                 return RequestError(f"{why}: send 'Authorization: Bearer KEY' (OpenAI clients: api_key=KEY)", "Authorization", 401, "invalid_api_key")
-        if scope["method"] == "POST":                                    # other methods: the app's 405 (no route takes their body)
+        if scope["method"] == "POST" and scope["path"] in ("/v1/chat/completions", "/v1/completions"):   # else the app's 404 or 405
             kind = h.get("content-type", "").split(";")[0].strip().lower()
             if kind != "application/json":
                 return RequestError(f"the body must be JSON with 'Content-Type: application/json', got {kind or 'no Content-Type'!r}",

@@ -876,7 +876,8 @@ def test_wrong_method_is_405_with_allow(mint_server):
     body = json.dumps({"model": "tiny", "prompt": "x"})
     for method, path, ctype, allow in (("PUT", "/v1/completions", "application/json", "POST"), ("PUT", "/v1/completions", "text/plain", "POST"),
                                        ("PATCH", "/v1/chat/completions", None, "POST"), ("GET", "/v1/completions", None, "POST"),
-                                       ("DELETE", "/v1/models", None, "GET, HEAD"), ("PUT", "/", "application/json", "GET, HEAD")):
+                                       ("DELETE", "/v1/models", None, "GET, HEAD"), ("PUT", "/", "application/json", "GET, HEAD"),
+                                       ("POST", "/health", None, "GET, HEAD")):   # no Content-Type: still the 405, not a 415
         r = httpx.request(method, base + path, content=body, headers={"content-type": ctype} if ctype else {})
         assert (r.status_code, r.headers.get("allow"), r.json()["error"]["code"]) == (405, allow, "method_not_allowed"), (method, path, r.text)
         assert method in r.json()["error"]["message"] and allow in r.json()["error"]["message"]
