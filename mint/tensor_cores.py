@@ -13,7 +13,7 @@ from .kernels import launch, check_args, gemm_dims, grid1d, grid2d, scratch
 
 # %% auto #0
 __all__ = ['MMA_SHAPES', 'TC_COMMON', 'TC_V6', 'TC_V7_LOAD', 'TC_V7_MAIN', 'SHARED_BYTES_MAX', 'V7_TILES', 'TC_V8_LOAD',
-           'TC_V8_MAIN', 'V8_STAGES', 'V8_SPEED', 'V8_TFLOPS', 'HBM_TBPS', 'frag_maps', 'mma_emulate',
+           'TC_V8_MAIN', 'V8_STAGES', 'V8_SPEED', 'V8_TFLOPS', 'HBM_TBPS', 'V8_MAX_SPLITS', 'frag_maps', 'mma_emulate',
            'warp_gemm_emulate', 'ldmatrix_emulate', 'a_frag_rows', 'b_frag_rows', 'TcConfig', 'tc_source',
            'make_tc_kernel', 'round_bf16_kernel', 'round_bf16', 'pick_tc_config', 'tc_gemm', 'tc_problem', 'tc_check',
            'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm', 'v8_shared_bytes', 'v8_plan', 'sum_splits_kernel', 'v8_fits']
@@ -512,6 +512,7 @@ def tc_gemm(a, b, out=None, bias=None, trans_a: bool = False, trans_b: bool = Fa
         bn, splits = v8_plan(M, N, K)
         kernel = make_tc_kernel(8, False, None, bool(trans_a), bool(trans_b), bn)
         k_split = cdiv(cdiv(K, splits), 64) * 64
+        splits = cdiv(K, k_split)                        # rounding k_split up to whole slabs can leave a last split empty: none launched
         grid = (cdiv(N, bn), cdiv(M, 128), splits)
         if splits == 1:
             kernel[(*launch(grid, 256), v8_shared_bytes(bn))](ptr(a), ptr(b), ptr(out), ptr(bias), M, N, K, lda, ldb, ldc, hb, k_split, 0)
@@ -747,14 +748,15 @@ def v8_shared_bytes(bn: int) -> int:
     return V8_STAGES[bn] * (128 + bn) * 128 + 1024
 
 V8_TFLOPS, HBM_TBPS = 700, 3.0   # v8's rate at 4096³ and the memory bandwidth (H100 / H200, rounded down): the plan's time units
+V8_MAX_SPLITS = 8                 # the most k-splits a plan considers (five to seven won at the small dW products, H200 sweep)
 
 def v8_plan(M: int, N: int, K: int, sms: int | None = None) -> tuple[int, int]:
-    "(block width, k-splits) with the least modelled time: waves of one block per multiprocessor × a block's flops at its multiprocessor's share of V8_TFLOPS ÷ its speed, plus, for k-splits, the workspace (each split's partial C written and read back: 8·M·N bytes a split at HBM_TBPS); k-splits only for outputs with fewer blocks than multiprocessors, at most 4, each of at least four slabs."
+    "(block width, k-splits) with the least modelled time: waves of one block per multiprocessor × a block's flops at its multiprocessor's share of V8_TFLOPS ÷ its speed, plus, for k-splits, the workspace (each split's partial C written and read back: 8·M·N bytes a split at HBM_TBPS); k-splits only for outputs with fewer blocks than multiprocessors, at most `V8_MAX_SPLITS`, each of at least four slabs."
     sms = sms or _sm_count()
     def cost(bn, s):
         block = 2 * 128 * bn * cdiv(K, s) / (V8_TFLOPS * 1e12 / sms) / V8_SPEED[bn]
         return cdiv(cdiv(M, 128) * cdiv(N, bn) * s, sms) * block + (8 * s * M * N / (HBM_TBPS * 1e12) if s > 1 else 0)
-    plans = [(bn, s) for bn in V8_STAGES for s in range(1, 5)
+    plans = [(bn, s) for bn in V8_STAGES for s in range(1, V8_MAX_SPLITS + 1)
              if s == 1 or (K // s >= 256 and cdiv(M, 128) * cdiv(N, bn) < sms)]     # split only what leaves multiprocessors idle
     return min(plans, key=lambda p: (cost(*p), p[1]))
 
