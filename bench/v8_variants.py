@@ -55,7 +55,7 @@ def build(text: str, threads: int, defines: str):
         K = a.shape[0] if ta else a.shape[1]
         bn, splits = TC.v8_plan(M, N, K)
         k = kernel(bn, ta, tb)
-        k_split = cdiv(cdiv(K, splits), 64) * 64
+        k_split, splits = TC.v8_k_split(K, splits)      # as tc_gemm: whole slabs a split, none without work
         grid = (cdiv(N, bn), cdiv(M, 128), splits)
         lda, ldb, ldc = a.shape[1], b.shape[1], out.shape[1]
         if splits == 1:

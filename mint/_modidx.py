@@ -1077,6 +1077,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'mint.tensor_cores.tc_problem': ('tensor_cores.html#tc_problem', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.tc_source': ('tensor_cores.html#tc_source', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.v8_fits': ('tensor_cores.html#v8_fits', 'mint/tensor_cores.py'),
+                                   'mint.tensor_cores.v8_k_split': ('tensor_cores.html#v8_k_split', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.v8_place': ('tensor_cores.html#v8_place', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.v8_plan': ('tensor_cores.html#v8_plan', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.v8_shared_bytes': ('tensor_cores.html#v8_shared_bytes', 'mint/tensor_cores.py'),

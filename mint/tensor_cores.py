@@ -16,7 +16,8 @@ __all__ = ['MMA_SHAPES', 'TC_COMMON', 'TC_V6', 'TC_V7_LOAD', 'TC_V7_MAIN', 'SHAR
            'TC_V8_MAIN', 'V8_STAGES', 'V8_SPEED', 'V8_TFLOPS', 'HBM_TBPS', 'V8_MAX_SPLITS', 'frag_maps', 'mma_emulate',
            'warp_gemm_emulate', 'ldmatrix_emulate', 'a_frag_rows', 'b_frag_rows', 'TcConfig', 'tc_source',
            'make_tc_kernel', 'round_bf16_kernel', 'round_bf16', 'pick_tc_config', 'tc_gemm', 'tc_problem', 'tc_check',
-           'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm', 'v8_shared_bytes', 'v8_plan', 'sum_splits_kernel', 'v8_fits']
+           'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm', 'v8_shared_bytes', 'v8_plan', 'v8_k_split',
+           'sum_splits_kernel', 'v8_fits']
 
 # %% ../nbs/24_tensor_cores.ipynb #d0020cde
 MMA_SHAPES = {"bf16": (16, 8, 16), "tf32": (16, 8, 8)}   # (m, n, k) of the mma.sync tile
@@ -511,8 +512,7 @@ def tc_gemm(a, b, out=None, bias=None, trans_a: bool = False, trans_b: bool = Fa
         if not v8_fits(a, b, trans_a, trans_b): raise ValueError("tc_gemm: v8 needs a Hopper GPU and 16-byte-aligned operand rows (see v8_fits)")
         bn, splits = v8_plan(M, N, K)
         kernel = make_tc_kernel(8, False, None, bool(trans_a), bool(trans_b), bn)
-        k_split = cdiv(cdiv(K, splits), 64) * 64
-        splits = cdiv(K, k_split)                        # rounding k_split up to whole slabs can leave a last split empty: none launched
+        k_split, splits = v8_k_split(K, splits)          # whole slabs a split; no split without work
         grid = (cdiv(N, bn), cdiv(M, 128), splits)
         if splits == 1:
             kernel[(*launch(grid, 256), v8_shared_bytes(bn))](ptr(a), ptr(b), ptr(out), ptr(bias), M, N, K, lda, ldb, ldc, hb, k_split, 0)
@@ -759,6 +759,11 @@ def v8_plan(M: int, N: int, K: int, sms: int | None = None) -> tuple[int, int]:
     plans = [(bn, s) for bn in V8_STAGES for s in range(1, V8_MAX_SPLITS + 1)
              if s == 1 or (K // s >= 256 and cdiv(M, 128) * cdiv(N, bn) < sms)]     # split only what leaves multiprocessors idle
     return min(plans, key=lambda p: (cost(*p), p[1]))
+
+def v8_k_split(K: int, splits: int) -> tuple[int, int]:
+    "(k_split, splits) for a plan's k-splits: each split's k range in whole 64-wide slabs; rounding up can leave the last of many splits nothing (K 2112 in 8: 7 × 320 ≥ 2112), so only the splits with work are counted."
+    k_split = cdiv(cdiv(K, splits), 64) * 64
+    return k_split, cdiv(K, k_split)
 
 @cuda.jit(cache=True)
 def sum_splits_kernel(ws, out, bias, has_bias):
