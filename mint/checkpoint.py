@@ -21,8 +21,9 @@ __all__ = ['fault_hook', 'CHUNK', 'FORMAT', 'LEGACY_FORMAT', 'STATE_NAME', 'LOCK
            'clean_temp_files', 'content_checksum', 'write_unit', 'read_info', 'read_unit', 'Checkpoint',
            'config_and_vocab', 'save_checkpoint', 'resolve_checkpoint', 'load_checkpoint', 'checkpoint_meta',
            'walk_files', 'list_checkpoints', 'runs_dir', 'RunLockedError', 'describe_holder', 'lock_holder', 'RunLock',
-           'OutputError', 'run_files', 'export_marker', 'check_output', 'temp_folder_beside', 'replace_folder',
-           'checkpoint_bytes', 'check_disk_space', 'TrainState', 'save_train_state', 'load_train_state']
+           'OutputError', 'run_files', 'set_aside_runs', 'set_aside_note', 'is_mint_report', 'export_marker',
+           'check_output', 'temp_folder_beside', 'replace_folder', 'checkpoint_bytes', 'check_disk_space', 'TrainState',
+           'save_train_state', 'load_train_state']
 
 # %% ../nbs/35_checkpoint.ipynb #c3fb7132
 class CheckpointError(ValueError):
@@ -249,7 +250,7 @@ def resolve_checkpoint(path) -> Path:
     if path.suffix == ".json": path = path.with_suffix(".safetensors")
     if path.is_dir():
         found = [p for p in [path / "best.safetensors"] if p.exists()] or list_checkpoints(path, recursive=False)
-        if not found: raise CheckpointError(f"{path}: no .safetensors checkpoint in this folder")
+        if not found: raise CheckpointError(f"{path}: no .safetensors checkpoint in this folder{set_aside_note(path)}")
         path = found[0]
     if not path.exists(): raise CheckpointError(f"{path}: no such checkpoint file or run folder; {_CKPT_HINT}")
     return path
@@ -456,6 +457,22 @@ def run_files(folder) -> list[str]:
     except OSError: return []
     return sorted(n for n in names if n in RUN_FILES or (n.startswith("step-") and n.endswith(".safetensors")))
 
+def set_aside_runs(folder) -> list[Path]:
+    "The hidden `.replaced-*` folders in `folder` that hold run files: an earlier run that `mint train --overwrite` moved aside, left there when the new run was killed before its first save."
+    try: return sorted(p for p in Path(folder).glob(".replaced-*") if p.is_dir() and run_files(p))
+    except OSError: return []
+
+def set_aside_note(folder) -> str:
+    "'' or a sentence for each `set_aside_runs` of `folder`: what it holds and the command that puts it back."
+    return "".join(f"; {a} holds an earlier run ({', '.join(run_files(a))}) that an interrupted --overwrite set aside: "
+                   f"put it back with `mv {a}/* {Path(folder)}/ && rmdir {a}`" for a in set_aside_runs(folder))
+
+def is_mint_report(path) -> bool:
+    "True if `path` is a report.html that `mint report` (or a run) wrote: its title says so."
+    try:
+        with open(path, "rb") as f: return b"<title>Mint report:" in f.read(512)
+    except OSError: return False
+
 # %% ../nbs/35_checkpoint.ipynb #c6b2b95b
 def _what_run(folder: Path, names: list[str]) -> str:
     h = lock_holder(folder) if LOCK_NAME in names else None
@@ -507,6 +524,8 @@ def check_output(out, kind: str, overwrite: bool = False, source=None) -> Path:
             raise OutputError(f"{out}: no history.json and no training state here, so this is not a finished mint run folder (mint list shows the runs)")
         h = lock_holder(real) if str(real) not in RunLock._held else None
         if h: raise OutputError(f"{out} is in use by a live run ({describe_holder(h)}); it writes its report when it ends")
+        if (real / "report.html").exists() and not is_mint_report(real / "report.html"):
+            raise OutputError(f"{out / 'report.html'} was not written by mint: the report would replace it; move it out first")
         return out
     for up in real.parents:                                # nothing lies inside a run folder
         names = run_files(up)
@@ -516,6 +535,8 @@ def check_output(out, kind: str, overwrite: bool = False, source=None) -> Path:
         return out
     if kind == "run":
         if real.exists() and not real.is_dir(): raise OutputError(f"{out} is a file, not a run folder: choose another --out")
+        if real.is_dir() and set_aside_runs(real):
+            raise OutputError(f"{out}: no new run goes here before the one set aside is dealt with{set_aside_note(out)} (or delete it)")
         below = _runs_below(real) if real.is_dir() else []
         if below: raise OutputError(f"{out} holds other runs ({', '.join(map(str, below[:2]))}{' …' if len(below) > 2 else ''}): "
                                     f"a run folder cannot hold runs; choose another --out")
@@ -631,7 +652,8 @@ def load_train_state(run) -> TrainState:
     if not path.parent.exists():
         raise CheckpointError(f"{path.parent}: no such run folder; give the folder of a run that stopped, e.g. runs/NAME (mint list shows the runs and which can continue)")
     if not path.exists():
-        raise CheckpointError(f"{path}: no training state (a run writes it at each validation and when it stops): nothing to resume")
+        raise CheckpointError(f"{path}: no training state (a run writes it at each validation and when it stops): nothing to resume"
+                              f"{set_aside_note(path.parent)}")
     info = read_info(path)
     if info.get("format") != STATE_FORMAT: raise CheckpointError(f"{path}: not a Mint training state (format {info.get('format')!r})")
     if "checksum" not in info: raise CheckpointError(f"{path}: the header has no checksum")

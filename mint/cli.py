@@ -4,7 +4,7 @@
 
 # %% ../nbs/49_cli.ipynb #eb22987d
 from __future__ import annotations
-import argparse, sys
+import argparse, os, sys
 from pathlib import Path
 
 # %% auto #0
@@ -405,7 +405,7 @@ def _damage(e: Exception, p: Path) -> str:
 def cmd_list(a):
     "List the checkpoints and runs under --root; every file is checked (checksum, finite weights) and a damaged or unreadable one is flagged, not listed as good."
     from mint.checkpoint import (list_checkpoints, load_checkpoint, walk_files, runs_dir, temp_files, lock_holder,
-                                 describe_holder, CheckpointError, STATE_NAME)
+                                 describe_holder, set_aside_runs, set_aside_note, CheckpointError, STATE_NAME)
     from mint.train import load_train_state
     root = Path(a.root) if a.root else runs_dir()
     if a.root and not root.is_dir():
@@ -414,23 +414,22 @@ def cmd_list(a):
     problems = {}                                          # path -> why it could not be read (broken links, loops, ...)
     found = list_checkpoints(root, problems=problems) if root.is_dir() else []
     states = sorted(p for p in walk_files(root, STATE_NAME, problems=problems) if p.name == STATE_NAME) if root.is_dir() else []
-    if not found and not states and not problems: print(f"no checkpoints under {root}/"); return
+    asides = {Path(d) for d, subs, _ in os.walk(root) if any(s.startswith(".replaced-") for s in subs)} if root.is_dir() else set()
+    if not found and not states and not problems and not asides: print(f"no checkpoints under {root}/"); return
     for p in found:
         try: meta = load_checkpoint(p).meta                # the whole file: checksum, shapes, finite weights
         except CheckpointError as e: print(f"{str(p):50s} DAMAGED: {_damage(e, p)}"); continue
         vl = meta.get("val_loss")
         print(f"{str(p):50s} step {meta.get('step', '?'):>6}  val {vl if not isinstance(vl, (int, float)) else f'{vl:.3f}'}  {meta.get('saved_at', '')}")
     for p, why in sorted(problems.items()): print(f"{p}: {why}; skipped")
-    for d in sorted({p.parent for p in found} | {p.parent for p in states}):
+    for d in sorted({p.parent for p in found} | {p.parent for p in states} | asides):   # asides: a killed --overwrite's, visible or not
         holder = lock_holder(d)
         if holder: print(f"{d}: in use by a run ({describe_holder(holder)})")
         done = None
         if (d / STATE_NAME).exists():
             try: st = load_train_state(d); done = (st.step, st.tcfg.steps)
             except CheckpointError as e: print(f"{d}: DAMAGED training state ({_damage(e, d / STATE_NAME)})")
-        for aside in sorted(d.glob(".replaced-*")):
-            if not holder: print(f"{d}: {aside.name}/ holds the files of an earlier run that --overwrite set aside (the new run "
-                                 f"stopped before its first save); move them back to keep that run")
+        if not holder and set_aside_runs(d): print(f"{d}: the new run stopped before its first save{set_aside_note(d)}")
         if done is not None:
             step, total = done
             why = run_failed(d)

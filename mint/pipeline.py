@@ -114,11 +114,23 @@ REPLACED_FILES = ("best.safetensors", "train_state.safetensors", "history.json",
 
 # %% ../nbs/37_pipeline.ipynb #d7a7d20c
 def check_out_dir(out_dir, overwrite: bool = False):
-    "Refuse to train into a folder that lies inside a run or holds runs (`mint.checkpoint.check_output`), or that holds any file a run writes (a checkpoint, a training state, a history, a summary, a report: a new run would replace them) unless `overwrite`."
-    from mint.checkpoint import checkpoint_meta, check_output, STATE_NAME
+    "Refuse to train into a folder that lies inside a run or holds runs (`mint.checkpoint.check_output`), or that holds any file a run writes (a checkpoint, a training state, a history, a summary, a report: a new run would replace them) unless `overwrite`; with it, refuse files that are not a Mint run's (a checkpoint or state whose header is not Mint's, a history without a checkpoint or state beside it, a report mint did not write)."
+    from mint.checkpoint import checkpoint_meta, check_output, read_info, is_mint_report, STATE_NAME
     check_output(out_dir, "run")
     ck, st = Path(out_dir) / "best.safetensors", Path(out_dir) / STATE_NAME
-    if overwrite: return
+    held = [n for n in REPLACED_FILES if (Path(out_dir) / n).exists()]     # a run's files, or a user's of those names
+    if overwrite:                                        # it replaces a Mint run, never files that only share its names
+        for f in (ck, st):
+            try: why = None if not f.exists() or read_info(f).get("format") else "its header names no format"
+            except Exception as e: why = str(e).removeprefix(f"{f}: ")
+            if why: raise ValueError(f"{f} does not read as a Mint checkpoint or training state ({why}): --overwrite would lose it; "
+                                     f"move it out (or delete it, if it is a damaged run of yours) or choose another --out")
+        if not ck.exists() and not st.exists() and held:
+            raise ValueError(f"{out_dir} holds {', '.join(held)} but no Mint run (no best.safetensors, no training state): --overwrite replaces "
+                             f"only a run, and these may not be Mint's; move them out or choose another --out")
+        if (Path(out_dir) / "report.html").exists() and not is_mint_report(Path(out_dir) / "report.html"):
+            raise ValueError(f"{Path(out_dir) / 'report.html'} was not written by mint: --overwrite would lose it; move it out or choose another --out")
+        return
     _loss = lambda v: f"{v:.4f}" if isinstance(v, (int, float)) else "?"
     resume = f"continue it with `mint train --resume {out_dir}`, " if st.exists() else ""
     if ck.exists():
@@ -127,7 +139,6 @@ def check_out_dir(out_dir, overwrite: bool = False):
                          f"a new run would replace it — {resume}choose another --out, or pass --overwrite")
     if st.exists():
         raise ValueError(f"{st} holds an unfinished run: a new run would replace it — {resume}choose another --out, or pass --overwrite")
-    held = [n for n in REPLACED_FILES if (Path(out_dir) / n).exists()]     # a run's other files, or a user's of those names
     if held:
         raise ValueError(f"{out_dir} already holds {', '.join(held)}: a new run would replace them — choose another --out, or pass --overwrite")
 
@@ -411,9 +422,9 @@ def format_report(rep: dict) -> str:
 
 # %% ../nbs/37_pipeline.ipynb #2addf1c7
 def set_aside(out_dir, log=print) -> Path | None:
-    "Move an earlier run's files in `out_dir` (`REPLACED_FILES`) into a hidden folder `out_dir/.replaced-*/` (renames: nothing is copied); None when there are none."
+    "Move an earlier run's files in `out_dir` (`REPLACED_FILES` and its saved `step-*.safetensors`) into a hidden folder `out_dir/.replaced-*/` (renames: nothing is copied); None when there are none."
     out_dir = Path(out_dir)
-    names = [n for n in REPLACED_FILES if (out_dir / n).exists()]
+    names = [n for n in REPLACED_FILES if (out_dir / n).exists()] + sorted(p.name for p in out_dir.glob("step-*.safetensors"))   # its save-now steps too
     if not names: return None
     aside = Path(tempfile.mkdtemp(prefix=".replaced-", dir=out_dir))
     for n in names: os.replace(out_dir / n, aside / n)

@@ -180,6 +180,39 @@ def test_overwrite_with_bad_arguments_keeps_the_old_run_resumable(run_copy, tmp_
     assert not list(run_copy.glob(".replaced-*"))                       # the old run's files went once the new one saved
 
 
+def test_a_run_set_aside_by_a_killed_overwrite_is_named_everywhere(run_copy, capsys):
+    "A --overwrite killed before the new run's first save leaves the old run in a hidden .replaced-*/ (and the new run's lock): list, resume, generate and a new train name it and the command that puts it back; after that command the run resumes."
+    aside = run_copy / ".replaced-abc"
+    aside.mkdir()
+    for n in ("best.safetensors", STATE_NAME, "history.json", "summary.json", "report.html"): os.replace(run_copy / n, aside / n)
+    put_back = f"mv {aside}/* {run_copy}/ && rmdir {aside}"
+    code, out, err = run(["list", "--root", run_copy.parent], capsys)
+    assert code == 0 and put_back in out, out + err
+    for args in (["train", "--resume", run_copy, "--steps", "9", "--no-progress"], ["generate", "--ckpt", run_copy, "--prompt", "中国"],
+                 ["train", "--max", "300", "--steps", "3", "--out", run_copy, *SMALL],
+                 ["train", "--max", "300", "--steps", "3", "--out", run_copy, "--overwrite", *SMALL]):
+        code, _, err = run(args, capsys)
+        assert code == 1 and put_back in err, (args, err)
+    assert subprocess.run(put_back, shell=True).returncode == 0
+    code, out, err = run(["train", "--resume", run_copy, "--steps", "9", "--no-progress"], capsys)
+    assert code == 0 and "at step 6 of 9" in out, err
+
+
+def test_overwrite_replaces_a_run_never_files_that_share_its_names(run_copy, tmp_path, capsys):
+    "--overwrite replaces a Mint run; a folder with a user's history.json / summary.json / report.html and no run, a run folder holding a report.html mint did not write, and `mint report` over such a report are refused, and nothing changes."
+    mine = tmp_path / "mine"; mine.mkdir()
+    for n in ("history.json", "summary.json", "notes.txt"): (mine / n).write_text('{"mine": true}')
+    (mine / "report.html").write_text("<html><title>my report</title></html>")
+    (run_copy / "report.html").write_text("<html><title>my notes on this run</title></html>")
+    before, before_run = snapshot(mine), snapshot(run_copy)
+    code, _, err = run(["train", "--max", "300", "--steps", "3", "--out", mine, "--overwrite", *SMALL], capsys)
+    assert "no Mint run" in one_line_error(code, err) and snapshot(mine) == before
+    code, _, err = run(["train", "--max", "300", "--steps", "3", "--out", run_copy, "--overwrite", *SMALL], capsys)
+    assert "was not written by mint" in one_line_error(code, err) and snapshot(run_copy) == before_run
+    code, _, err = run(["report", run_copy], capsys)
+    assert "was not written by mint" in one_line_error(code, err) and snapshot(run_copy) == before_run
+
+
 # ---- 10. mint list on damaged folders ----
 
 def test_list_flags_damaged_nan_and_unreadable_entries(runs, tmp_path, capsys):
@@ -209,7 +242,8 @@ def test_list_flags_damaged_nan_and_unreadable_entries(runs, tmp_path, capsys):
     assert "unreadable" in lines[str(root / "self.safetensors")] and "unreadable" in lines[str(root / "good" / "step-000001.safetensors")]
     assert f"{root / 'good'}: finished, all 6 steps done" in out
     assert str(root / "good" / "up") not in out                         # the loop was not followed
-    assert ".replaced-x/ holds the files of an earlier run" in out and str(root / "good" / ".replaced-x" / ck) not in out
+    assert "holds an earlier run (best.safetensors) that an interrupted --overwrite set aside" in out
+    assert str(root / "good" / ".replaced-x" / ck) not in out
 
 
 # ---- 11. text: Unicode round trips, exported tokenizers decode as Mint, any console ----
