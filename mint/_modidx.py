@@ -382,6 +382,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                              'mint.export.hf_config': ('export.html#hf_config', 'mint/export.py'),
                              'mint.export.hf_parity': ('export.html#hf_parity', 'mint/export.py'),
                              'mint.export.hf_tensors': ('export.html#hf_tensors', 'mint/export.py'),
+                             'mint.export.hf_tokenizer_starting_documents': ( 'export.html#hf_tokenizer_starting_documents',
+                                                                              'mint/export.py'),
                              'mint.export.interleave_rows': ('export.html#interleave_rows', 'mint/export.py'),
                              'mint.export.mint_greedy': ('export.html#mint_greedy', 'mint/export.py')},
             'mint.flash_attention': { 'mint.flash_attention._check_cached': ( 'flash_attention.html#_check_cached',

@@ -8,7 +8,7 @@ import json, math, os, shutil, tempfile, warnings
 from pathlib import Path
 import numpy as np
 from .core import ModelConfig
-from .vocab import PAD, UNK, BOS, EOS, HUMAN, ASSISTANT
+from .vocab import PAD, UNK, BOS, EOS, HUMAN, ASSISTANT, SPECIAL_TOKENS
 from .model import views, logits_of
 from .rope import rope_freqs
 from .tokenizer import hf_tokenizer, hf_tokenizer_config, gguf_tokenizer, tokenizer_kind
@@ -17,8 +17,8 @@ from .checkpoint import atomic_write, check_output, replace_folder, temp_folder_
 
 # %% auto #0
 __all__ = ['HF_CLASSES', 'ROPE_THETA', 'GGUF_DTYPES', 'hf_arch', 'interleave_rows', 'hf_config', 'hf_tensors',
-           'generation_config', 'export_hf', 'mint_greedy', 'exported_params', 'hf_parity', 'gguf_arch', 'export_gguf',
-           'gguf_parity']
+           'generation_config', 'hf_tokenizer_starting_documents', 'export_hf', 'mint_greedy', 'exported_params',
+           'hf_parity', 'gguf_arch', 'export_gguf', 'gguf_parity']
 
 # %% ../nbs/40_export.ipynb #4cc1fb28
 HF_CLASSES = {"llama": ("LlamaForCausalLM", "llama"), "qwen3": ("Qwen3ForCausalLM", "qwen3"),
@@ -103,6 +103,14 @@ def _write_file(path: Path, data: bytes):
             os.fsync(f.fileno())
     except OSError as e: raise SaveError(path, e) from None
 
+# %% ../nbs/40_export.ipynb #9b6445e4
+def hf_tokenizer_starting_documents(tok):
+    "`hf_tokenizer(tok)` with a post-processor that puts `<eos>` before the text (a pair: before each), as Mint starts a document."
+    from tokenizers import processors
+    t, e = hf_tokenizer(tok), SPECIAL_TOKENS[EOS]
+    t.post_processor = processors.TemplateProcessing(single=f"{e} $A", pair=f"{e} $A {e} $B", special_tokens=[(e, t.token_to_id(e))])
+    return t
+
 # %% ../nbs/40_export.ipynb #ad859132
 def export_hf(params: np.ndarray, cfg: ModelConfig, tok, out_dir, arch: str = "auto", drop_lm_head_bias: bool = False,
               overwrite: bool = False, source=None) -> dict:
@@ -129,7 +137,7 @@ def export_hf(params: np.ndarray, cfg: ModelConfig, tok, out_dir, arch: str = "a
         files = {"config.json": hf_config(cfg, a), "generation_config.json": generation_config(cfg),
                  "tokenizer_config.json": tc, "special_tokens_map.json": {k: tc[k] for k in special if k in tc}}
         for name, d in files.items(): _write_file(tmp / name, json.dumps(d, indent=2, ensure_ascii=False).encode("utf-8"))
-        _write_file(tmp / "tokenizer.json", hf_tokenizer(tok).to_str(pretty=True).encode("utf-8"))
+        _write_file(tmp / "tokenizer.json", hf_tokenizer_starting_documents(tok).to_str(pretty=True).encode("utf-8"))
         marker = dict(format="mint-export", kind="hf", files=sorted(os.listdir(tmp)), source=str(source) if source else None)
         _write_file(tmp / EXPORT_MARKER, json.dumps(marker, indent=1, ensure_ascii=False).encode("utf-8"))   # last: a complete export
         replace_folder(tmp, out)                                   # atomic: the old export stays whole until the new one is
@@ -170,18 +178,18 @@ def hf_parity(folder, params, cfg: ModelConfig, tok, text: str, n_greedy: int = 
     htok = AutoTokenizer.from_pretrained(folder)
     params, dropped = exported_params(params, cfg, type(model).__name__)
     ids = tok.encode(text)[: cfg.max_seq_len]
-    hf_ids = htok(text, add_special_tokens=False)["input_ids"][: cfg.max_seq_len]
+    hf_ids = htok(text)["input_ids"][: cfg.max_seq_len + 1]           # as a user calls it: <eos> first, as `mint generate` reads a prompt
     with torch.no_grad():
         hf_logits = model(torch.tensor([ids.tolist()], dtype=torch.long)).logits[0].numpy()
     ref = logits_of(np.asarray(params, np.float32), cfg, ids[None])
-    prompt = ids[: max(1, min(len(ids), cfg.max_seq_len - n_greedy) // 2)]
+    prompt = np.array([EOS, *ids[: max(1, min(len(ids), cfg.max_seq_len - n_greedy - 1) // 2)]])   # as `mint generate` feeds it
     want = mint_greedy(params, cfg, prompt, n_greedy)
     with torch.no_grad():
         g = model.generate(torch.tensor([prompt.tolist()]), max_new_tokens=len(want), min_new_tokens=len(want),
                            do_sample=False, use_cache=True, attention_mask=torch.ones(1, len(prompt), dtype=torch.long))
     got = g[0, len(prompt):].tolist()
     return dict(arch=type(model).__name__, tokenizer=tokenizer_kind(tok), n_tokens=len(ids), bias_dropped=dropped,
-                ids_equal=hf_ids == ids.tolist(), max_abs_dlogit=float(np.abs(hf_logits - ref).max()),
+                ids_equal=hf_ids == [EOS, *ids.tolist()][: cfg.max_seq_len + 1], max_abs_dlogit=float(np.abs(hf_logits - ref).max()),
                 greedy_equal=got == want, n_greedy=len(want), greedy_matched=next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), len(want)))
 
 # %% ../nbs/40_export.ipynb #156d591c
@@ -226,8 +234,8 @@ def export_gguf(params: np.ndarray, cfg: ModelConfig, tok, path, dtype: str = "f
         w.add_token_list(t["tokens"]); w.add_token_types(t["types"])
         if t["scores"] is not None: w.add_token_scores(t["scores"])
         if t["merges"] is not None: w.add_token_merges(t["merges"])
-        w.add_bos_token_id(t["bos"]); w.add_eos_token_id(t["eos"]); w.add_unk_token_id(t["unk"]); w.add_pad_token_id(t["pad"])
-        w.add_add_bos_token(False); w.add_add_eos_token(False)
+        w.add_bos_token_id(t["eos"]); w.add_eos_token_id(t["eos"]); w.add_unk_token_id(t["unk"]); w.add_pad_token_id(t["pad"])
+        w.add_add_bos_token(True); w.add_add_eos_token(False)   # llama.cpp puts <eos> before a prompt, as `mint generate` does
         w.add_string("mint.export", "gguf")                        # the marker: --overwrite may replace this file
         if t["model"] == "t5": w.add_add_space_prefix(False); w.add_remove_extra_whitespaces(False)
         if t["charsmap"] is not None: w.add_precompiled_charsmap(t["charsmap"])
@@ -264,15 +272,15 @@ def gguf_parity(path, params, cfg: ModelConfig, tok, text: str, n_greedy: int = 
     llm = llama_cpp.Llama(str(path), n_ctx=cfg.max_seq_len, n_batch=cfg.max_seq_len, logits_all=True, verbose=False,
                           type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32, n_threads=2)
     ids = tok.encode(text)[: cfg.max_seq_len]
-    cpp_ids = llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)[: cfg.max_seq_len]
+    cpp_ids = llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)[: cfg.max_seq_len + 1]   # <eos> first, as Mint
     llm.reset(); llm.eval(ids.tolist())
     cpp_logits = np.array(llm.scores[: len(ids)], np.float64)
     ref = logits_of(np.asarray(params, np.float32), cfg, ids[None])
-    prompt = ids[: max(1, min(len(ids), cfg.max_seq_len - n_greedy) // 2)]
+    prompt = np.array([EOS, *ids[: max(1, min(len(ids), cfg.max_seq_len - n_greedy - 1) // 2)]])   # as `mint generate` feeds it
     want = mint_greedy(params, cfg, prompt, n_greedy)
     llm.reset(); llm.eval(prompt.tolist()); got = []
     for _ in range(len(want)):
         z = allowed_logits(llm.scores[llm.n_tokens - 1]); z[EOS] = -np.inf
         got.append(int(np.argmax(z))); llm.eval([got[-1]])
-    return dict(file=Path(path).name, tokenizer=tokenizer_kind(tok), n_tokens=len(ids), ids_equal=cpp_ids == ids.tolist(),
+    return dict(file=Path(path).name, tokenizer=tokenizer_kind(tok), n_tokens=len(ids), ids_equal=cpp_ids == [EOS, *ids.tolist()][: cfg.max_seq_len + 1],
                 max_abs_dlogit=float(np.abs(cpp_logits - ref).max()), greedy_equal=got == want, n_greedy=len(want))

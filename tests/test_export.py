@@ -34,6 +34,24 @@ def test_hf_parity(arch, tokenizer, trained, peoples_daily, tmp_path):
 
 @needs_hf
 @pytest.mark.parametrize("tokenizer", ["char", "bpe"])
+def test_an_export_continues_a_prompt_as_mint_generate_does(tokenizer, trained, tmp_path, capsys):
+    "A user's call — `tok(prompt)`, then `model.generate` greedy — gives the text `mint generate --temperature 0` gives: the exported tokenizer puts <eos> first, as Mint reads a prompt (without it the continuations differed)."
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    ck = trained("llama", tokenizer)
+    export_hf(ck.params, ck.config, ck.vocab, tmp_path / "hf")
+    tok, model = AutoTokenizer.from_pretrained(tmp_path / "hf"), AutoModelForCausalLM.from_pretrained(tmp_path / "hf", dtype=torch.float32)
+    prompt = "人民日报"
+    enc = tok(prompt, return_tensors="pt")
+    out = model.generate(**enc, max_new_tokens=12, do_sample=False)
+    theirs = tok.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+    assert main(["generate", "--ckpt", str(ck.path), "--prompt", prompt, "--temperature", "0", "--max-new-tokens", "12"]) == 0
+    ours = capsys.readouterr().out
+    assert theirs and theirs in ours, (theirs, ours)
+
+
+@needs_hf
+@pytest.mark.parametrize("tokenizer", ["char", "bpe"])
 def test_hf_tokenizer_on_hard_text(tokenizer, trained, tmp_path):
     "Unknown characters, newlines, tabs, emoji, full-width spaces and literal special-token text tokenize as in Mint."
     from transformers import AutoTokenizer
@@ -107,6 +125,8 @@ def test_gguf_export_or_refusal(arch, tokenizer, dtype, trained, peoples_daily, 
     assert r.fields["general.architecture"].contents() == arch
     assert r.fields["tokenizer.ggml.model"].contents() == ("t5" if tokenizer == "char" else "gpt2")
     assert len(r.fields["tokenizer.ggml.tokens"].contents()) == ck.config.vocab_size
+    from mint.vocab import EOS                                          # llama.cpp puts <eos> first, as `mint generate`
+    assert r.fields["tokenizer.ggml.add_bos_token"].contents() is True and r.fields["tokenizer.ggml.bos_token_id"].contents() == EOS
     if importlib.util.find_spec("llama_cpp") is not None and dtype == "f32":
         p = gguf_parity(path, ck.params, ck.config, ck.vocab, validation_text(peoples_daily))
         assert p["ids_equal"] and p["greedy_equal"] and p["max_abs_dlogit"] < 1e-3, p
