@@ -114,7 +114,7 @@ def split_tail(samples, val_frac: float = 0.05, dropped: Counter | None = None) 
     if isinstance(val_frac, bool) or not isinstance(val_frac, (int, float, np.floating)) or not (0 < val_frac < 1):
         raise ValueError(f"split_tail: val_frac must be a number strictly between 0 and 1, got {val_frac!r}")
     n = len(samples)
-    if n < 2: raise ValueError(f"split_tail: need at least 2 samples to split, got {n}")
+    if n < 2: raise ValueError(f"{n} sample(s) of text: a validation part needs at least 2 (a sample is a line, a record or a file); use more text")
     n_val = min(max(1, round(n * val_frac)), n - 1)
     train, tail = samples[:n - n_val], samples[n - n_val:]
     key = lambda s: tuple(s) if isinstance(s, list) else s
@@ -123,7 +123,7 @@ def split_tail(samples, val_frac: float = 0.05, dropped: Counter | None = None) 
     if dropped is not None and len(val) < len(tail): dropped["validation samples left out because the same text is in the training part (they would test memory, not generalisation)"] += len(tail) - len(val)
     if not val:
         raise ValueError(f"split_tail: all {n_val} validation samples also occur in the training part; "
-                         f"use more data or a larger val_frac")
+                         f"use more text, or text that repeats itself less")
     return train, val
 
 # %% ../nbs/02_data.ipynb #fc54c0a0
@@ -191,7 +191,8 @@ def lm_batches(tokens, batch_size: int, seq_len: int, rng) -> Iterator[Batch]:
     _check_shape_args("lm_batches", batch_size, seq_len)
     tokens = np.asarray(tokens).reshape(-1)
     if tokens.size < seq_len + 1:
-        raise ValueError(f"lm_batches: the token stream has {tokens.size} tokens; a window needs seq_len+1 = {seq_len + 1}")
+        raise ValueError(f"the text has {tokens.size} tokens and a training window needs seq_len + 1 = {seq_len + 1}: "
+                         f"lower seq_len (--seq-len) or use more text")
     rng, span = _as_rng(rng), np.arange(seq_len + 1)
     while True:
         starts = rng.integers(0, tokens.size - seq_len, size=batch_size)

@@ -121,8 +121,8 @@ def _build(cls, texts, min_count: int = 2) -> Vocab:
         merged[c] = merged.get(c, 0) + n
     chars = sorted((c for c, n in merged.items() if n >= min_count and is_vocab_char(c)), key=ord)
     if not [c for c in chars if not c.isspace()]:
-        raise ValueError(f"Vocab.build: no character occurs >= {min_count} times among the "
-                         f"{sum(counts.values())} characters of the corpus (excluding whitespace/control)")
+        raise ValueError(f"no character occurs {min_count} or more times among the {sum(counts.values())} characters of the text "
+                         f"(whitespace and control characters aside), so the vocabulary would be empty: use more text")
     return cls(chars, min_count=int(min_count))
 Vocab.build = _build
 

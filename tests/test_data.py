@@ -36,7 +36,7 @@ def test_empty_corpus_chat(vocab):
 
 def test_empty_corpus_vocab():
     one_line_error(ValueError, lambda: Vocab.build([]), "Vocab.build", "empty")
-    one_line_error(ValueError, lambda: Vocab.build(["  \n\t"]), "Vocab.build", "excluding whitespace")
+    one_line_error(ValueError, lambda: Vocab.build(["  \n\t"]), "whitespace and control characters aside", "use more text")
 
 
 def test_empty_chat_dir(tmp_path):
@@ -44,13 +44,13 @@ def test_empty_chat_dir(tmp_path):
 
 
 def test_too_few_samples_for_split():
-    one_line_error(ValueError, lambda: split_tail([]), "split_tail", "at least 2")
-    one_line_error(ValueError, lambda: split_tail(["a"]), "got 1")
+    one_line_error(ValueError, lambda: split_tail([]), "needs at least 2", "use more text")
+    one_line_error(ValueError, lambda: split_tail(["a"]), "1 sample(s)")
     one_line_error(ValueError, lambda: split_tail(["a", "b"], 1.5), "val_frac", "1.5")
 
 
 def test_stream_too_short():
-    one_line_error(ValueError, lambda: next(lm_batches(np.arange(5), 2, 8, 0)), "lm_batches", "5 tokens")
+    one_line_error(ValueError, lambda: next(lm_batches(np.arange(5), 2, 8, 0)), "5 tokens", "--seq-len")
     one_line_error(ValueError, lambda: next(lm_eval_batches(np.arange(1), 2, 8)), "lm_eval_batches")
 
 
