@@ -19,9 +19,9 @@ from .model import views, n_params, param_offsets
 __all__ = ['fault_hook', 'CHUNK', 'FORMAT', 'LEGACY_FORMAT', 'STATE_NAME', 'LOCK_NAME', 'EXPORT_MARKER', 'RUN_FILES',
            'OUTPUT_KINDS', 'STATE_FORMAT', 'CheckpointError', 'SaveError', 'atomic_write', 'temp_files',
            'clean_temp_files', 'content_checksum', 'write_unit', 'read_info', 'read_unit', 'Checkpoint',
-           'config_and_vocab', 'save_checkpoint', 'resolve_checkpoint', 'load_checkpoint', 'checkpoint_meta',
-           'walk_files', 'list_checkpoints', 'runs_dir', 'RunLockedError', 'describe_holder', 'lock_holder', 'RunLock',
-           'OutputError', 'run_files', 'set_aside_runs', 'set_aside_note', 'is_mint_report', 'export_marker',
+           'config_and_vocab', 'save_checkpoint', 'set_aside_runs', 'set_aside_note', 'resolve_checkpoint',
+           'load_checkpoint', 'checkpoint_meta', 'walk_files', 'list_checkpoints', 'runs_dir', 'RunLockedError',
+           'describe_holder', 'lock_holder', 'RunLock', 'OutputError', 'run_files', 'is_mint_report', 'export_marker',
            'check_output', 'temp_folder_beside', 'replace_folder', 'checkpoint_bytes', 'check_disk_space', 'TrainState',
            'save_train_state', 'load_train_state']
 
@@ -30,11 +30,11 @@ class CheckpointError(ValueError):
     "A checkpoint that cannot be loaded: missing, corrupt, truncated, modified, or not matching its config."
 
 # %% ../nbs/35_checkpoint.ipynb #cebfd9b5
-_HINTS = {errno.ENOSPC: "the disk is full: free some space or choose another --out",
-          errno.EROFS: "the file system is read-only: choose another --out",
-          errno.EACCES: "no permission to write there: choose another --out",
-          errno.EPERM: "no permission to write there: choose another --out",
-          getattr(errno, "EDQUOT", -1): "the disk quota is exceeded: free some space or choose another --out"}
+_HINTS = {errno.ENOSPC: "the disk is full: free some space or write elsewhere",        # (every command that writes: not only train's --out)
+          errno.EROFS: "the file system is read-only: write elsewhere",
+          errno.EACCES: "no permission to write there: write elsewhere",
+          errno.EPERM: "no permission to write there: write elsewhere",
+          getattr(errno, "EDQUOT", -1): "the disk quota is exceeded: free some space or write elsewhere"}
 class SaveError(OSError):
     "A file could not be written (disk full, permission, read-only folder); `str(e)` is one line naming the file and what to do."
     def __init__(self, path, err: OSError):
@@ -242,6 +242,17 @@ def save_checkpoint(path, params: np.ndarray, cfg: ModelConfig, vocab: Vocab, me
     if old.exists() and (_legacy_sidecar(old.with_suffix(".safetensors")) or {}).get("format") == LEGACY_FORMAT:
         old.unlink()
     return path
+
+# %% ../nbs/35_checkpoint.ipynb #af084596
+def set_aside_runs(folder) -> list[Path]:
+    "The hidden `.replaced-*` folders in `folder` that hold run files: an earlier run that `mint train --overwrite` moved aside, left there when the new run was killed before its first save."
+    try: return sorted(p for p in Path(folder).glob(".replaced-*") if p.is_dir() and run_files(p))
+    except OSError: return []
+
+def set_aside_note(folder) -> str:
+    "'' or a sentence for each `set_aside_runs` of `folder`: what it holds and the command that puts it back."
+    return "".join(f"; {a} holds an earlier run ({', '.join(run_files(a))}) that an interrupted --overwrite set aside: "
+                   f"put it back with `mv {a}/* {Path(folder)}/ && rmdir {a}`" for a in set_aside_runs(folder))
 
 # %% ../nbs/35_checkpoint.ipynb #536a5b34
 def resolve_checkpoint(path) -> Path:
@@ -456,16 +467,6 @@ def run_files(folder) -> list[str]:
     try: names = set(os.listdir(folder)) if folder.is_dir() else set()
     except OSError: return []
     return sorted(n for n in names if n in RUN_FILES or (n.startswith("step-") and n.endswith(".safetensors")))
-
-def set_aside_runs(folder) -> list[Path]:
-    "The hidden `.replaced-*` folders in `folder` that hold run files: an earlier run that `mint train --overwrite` moved aside, left there when the new run was killed before its first save."
-    try: return sorted(p for p in Path(folder).glob(".replaced-*") if p.is_dir() and run_files(p))
-    except OSError: return []
-
-def set_aside_note(folder) -> str:
-    "'' or a sentence for each `set_aside_runs` of `folder`: what it holds and the command that puts it back."
-    return "".join(f"; {a} holds an earlier run ({', '.join(run_files(a))}) that an interrupted --overwrite set aside: "
-                   f"put it back with `mv {a}/* {Path(folder)}/ && rmdir {a}`" for a in set_aside_runs(folder))
 
 def is_mint_report(path) -> bool:
     "True if `path` is a report.html that `mint report` (or a run) wrote: its title says so."

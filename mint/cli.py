@@ -344,7 +344,9 @@ def cmd_generate(a):
     if a.max_new_tokens < 0: raise ValueError(f"--max-new-tokens must be >= 0, got {a.max_new_tokens}")
     ck = load_checkpoint(_find_ckpt(a.ckpt, "lm"))
     window = ck.config.max_seq_len
-    ids = [EOS, *check_prompt(ck.vocab, a.prompt).tolist()]
+    try: ids = [EOS, *check_prompt(ck.vocab, a.prompt).tolist()]
+    except ValueError as e:                                   # name the model it was checked against (picked, or given)
+        raise ValueError(f"{e} (the model: {ck.path}{'' if a.ckpt else ', the newest finished run; --ckpt picks another'})") from None
     if len(ids) > window:
         if not a.slide:
             raise ValueError(f"the prompt is {len(ids) - 1} characters, the model's window {window} positions: shorten it, or pass --slide")
@@ -365,8 +367,9 @@ def cmd_generate(a):
         print(f"mint: note: stopped after {n} characters: the model's window of {window} positions is full "
               f"(--slide goes on with a sliding window)", file=sys.stderr)
     elif n < a.max_new_tokens and dec.room > 0:                 # the model sampled <eos>: the text ended there
-        print(f"mint: note: the model ended the text (<eos>) after {n} characters; another --seed or a higher "
-              f"--temperature samples another continuation", file=sys.stderr)
+        print(f"mint: note: the model ended the text (<eos>) after {n} characters; "
+              + ("at --temperature 0 it always will: a --temperature above 0 samples others" if a.temperature <= 0 else
+                 "another --seed or a higher --temperature samples another continuation"), file=sys.stderr)
 
 # %% ../nbs/49_cli.ipynb #2122429d
 def cmd_chat(a):
@@ -405,7 +408,7 @@ def _damage(e: Exception, p: Path) -> str:
 def cmd_list(a):
     "List the checkpoints and runs under --root; every file is checked (checksum, finite weights) and a damaged or unreadable one is flagged, not listed as good."
     from mint.checkpoint import (list_checkpoints, load_checkpoint, walk_files, runs_dir, temp_files, lock_holder,
-                                 describe_holder, set_aside_runs, set_aside_note, CheckpointError, STATE_NAME)
+                                 describe_holder, set_aside_runs, set_aside_note, CheckpointError, STATE_NAME, EXPORT_MARKER)
     from mint.train import load_train_state
     root = Path(a.root) if a.root else runs_dir()
     if a.root and not root.is_dir():
@@ -417,6 +420,8 @@ def cmd_list(a):
     asides = {Path(d) for d, subs, _ in os.walk(root) if any(s.startswith(".replaced-") for s in subs)} if root.is_dir() else set()
     if not found and not states and not problems and not asides: print(f"no checkpoints under {root}/"); return
     for p in found:
+        if (p.parent / EXPORT_MARKER).exists():            # a folder `mint export --to hf` wrote: not a damaged checkpoint
+            print(f"{str(p):50s} an export for transformers (mint export), not a checkpoint"); continue
         try: meta = load_checkpoint(p).meta                # the whole file: checksum, shapes, finite weights
         except CheckpointError as e: print(f"{str(p):50s} DAMAGED: {_damage(e, p)}"); continue
         vl = meta.get("val_loss")
@@ -506,6 +511,7 @@ def cmd_export(a):
     if a.to == "gguf" and (a.arch != "auto" or a.drop_lm_head_bias):
         raise ValueError("--arch and --drop-lm-head-bias are for --to hf; a GGUF's architecture follows the model (llama or qwen3)")
     if a.to == "hf" and a.dtype != "f32": raise ValueError("--dtype is for --to gguf; a Hugging Face export is float32")
+    if a.check and not a.check_text.strip(): raise ValueError("--check-text is empty: give a sentence for --check to compare on")   # before any writing
     if a.check: _need(*(("transformers", "torch") if a.to == "hf" else ("llama_cpp",)), why="--check")
     from mint.checkpoint import load_checkpoint, check_output, resolve_checkpoint
     from mint.export import export_hf, export_gguf, hf_parity, gguf_parity

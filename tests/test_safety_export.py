@@ -213,6 +213,17 @@ def test_overwrite_replaces_a_run_never_files_that_share_its_names(run_copy, tmp
     assert "was not written by mint" in one_line_error(code, err) and snapshot(run_copy) == before_run
 
 
+def test_messages_name_the_model_the_option_and_the_export(run_copy, tmp_path, capsys):
+    "A prompt the model cannot read names the model it was checked against; an empty --check-text is refused before anything is written; mint list calls an export's model.safetensors an export, not a damaged checkpoint."
+    code, _, err = run(["generate", "--ckpt", run_copy, "--prompt", "hello world"], capsys)
+    assert f"(the model: {run_copy / 'best.safetensors'})" in one_line_error(code, err)
+    code, _, err = run(["export", run_copy, tmp_path / "hf", "--to", "hf", "--check", "--check-text", " "], capsys)
+    assert "--check-text is empty" in one_line_error(code, err) and not (tmp_path / "hf").exists()
+    assert run(["export", run_copy, run_copy.parent / "exp", "--to", "hf"], capsys)[0] == 0
+    code, out, err = run(["list", "--root", run_copy.parent], capsys)
+    assert code == 0 and "an export for transformers (mint export), not a checkpoint" in out and "DAMAGED" not in out, out
+
+
 # ---- 10. mint list on damaged folders ----
 
 def test_list_flags_damaged_nan_and_unreadable_entries(runs, tmp_path, capsys):
