@@ -179,8 +179,15 @@ def sample_texts(params, cfg: ModelConfig, vocab: Vocab, kind: str = "lm", promp
 def run_history(d: Path) -> dict:
     "A run folder's history: `history.json`, or — when a signal or a crash lost it — the copy inside its training state (as of the state's last save)."
     from mint.checkpoint import STATE_NAME, load_train_state
-    if (d / "history.json").exists(): return read_json(d / "history.json")
-    if (d / STATE_NAME).exists(): return load_train_state(d).history
+    if (d / "history.json").exists(): hist, src = read_json(d / "history.json"), d / "history.json"
+    elif (d / STATE_NAME).exists(): hist, src = load_train_state(d).history, d / STATE_NAME
+    else: hist = src = None
+    if src is not None:                                   # a file of that name mint did not write says so, not KeyError
+        need = ("step", "loss", "val_step", "val_loss")
+        bad = [k for k in need if not isinstance(hist, dict) or not isinstance(hist.get(k), list)]
+        if bad: raise ValueError(f"{src} is not a mint run's history (no list {', '.join(repr(k) for k in bad)}): "
+                                 f"the report reads a run folder that mint train wrote")
+        return hist
     raise FileNotFoundError(f"{d}: no history.json and no training state here, so this is not a finished mint run folder "
                             f"(mint train writes them; mint list shows the runs)")
 

@@ -222,6 +222,9 @@ def test_messages_name_the_model_the_option_and_the_export(run_copy, tmp_path, c
     assert run(["export", run_copy, run_copy.parent / "exp", "--to", "hf"], capsys)[0] == 0
     code, out, err = run(["list", "--root", run_copy.parent], capsys)
     assert code == 0 and "an export for transformers (mint export), not a checkpoint" in out and "DAMAGED" not in out, out
+    foreign = tmp_path / "foreign"; foreign.mkdir(); (foreign / "history.json").write_text('{"epochs": [1, 2]}')
+    code, _, err = run(["report", foreign], capsys)                     # was "internal error (KeyError: 'step')"
+    assert "is not a mint run's history" in one_line_error(code, err) and not (foreign / "report.html").exists()
 
 
 # ---- 10. mint list on damaged folders ----
