@@ -323,6 +323,8 @@ def _train(a):
     if a.gpus and a.device == "cpu": raise ValueError("--gpus with --device cpu: use --ranks N for CPU processes")
     if a.budget and (a.steps != _subparser_defaults("train")["steps"] or a.time_limit):
         raise ValueError("--budget fixes the number of steps and the time limit itself: leave out --steps and --time-limit")
+    if a.warmup is not None and not a.budget and a.warmup >= a.steps:     # else the whole run trains, then fails on it
+        raise ValueError(f"--warmup {a.warmup} is not below --steps {a.steps}: the learning rate would never reach --lr; use a --warmup below --steps")
     device = "cuda" if a.gpus else a.device
     tcfg = TrainConfig(steps=a.steps, batch_size=a.batch_size, seq_len=a.seq_len, lr=a.lr, warmup=a.warmup,
                        weight_decay=a.weight_decay, max_grad_norm=a.clip, eval_every=a.eval_every, seed=a.seed,
