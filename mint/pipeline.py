@@ -244,7 +244,7 @@ def resume_corpus(run, device: str = "auto", progress: bool = True, log=print, c
         if tcfg.steps <= st.step:
             raise ValueError(f"{out_dir}: the run has done {st.step} steps, and --steps {tcfg.steps} is not more than that: "
                              f"pass --steps N above {st.step} to train longer" if tcfg.steps < st.step else
-                             f"{out_dir}: the run has done all its {st.step} steps; pass --steps N (more than {st.step}) to train longer")
+                             f"{out_dir}: the run has done its {st.step} of {tcfg.steps} steps; pass --steps N (more than {st.step}) to train longer")
         dist.micro_batch_size(tcfg.batch_size, ranks, grad_accum)   # the batch splits into ranks × micro-batches, or one line
         log(f"resuming {out_dir} at step {st.step} of {tcfg.steps}")
         return _train_run(spec, tcfg, out_dir, dev, progress, log, control, on_end, t_start, state=st, callbacks=callbacks,
