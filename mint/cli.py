@@ -419,7 +419,10 @@ def cmd_list(a):
     problems = {}                                          # path -> why it could not be read (broken links, loops, ...)
     found = list_checkpoints(root, problems=problems) if root.is_dir() else []
     states = sorted(p for p in walk_files(root, STATE_NAME, problems=problems) if p.name == STATE_NAME) if root.is_dir() else []
-    asides = {Path(d) for d, subs, _ in os.walk(root) if any(s.startswith(".replaced-") for s in subs)} if root.is_dir() else set()
+    asides = set()                                         # folders holding a killed --overwrite's set-aside run, visible files or not
+    for d, subs, _ in (os.walk(root) if root.is_dir() else ()):
+        if any(s.startswith(".replaced-") for s in subs): asides.add(Path(d))
+        subs[:] = [s for s in subs if not s.startswith(".")]   # not into hidden folders (set-aside runs, export temps), as walk_files
     if not found and not states and not problems and not asides: print(f"no checkpoints under {root}/"); return
     for p in found:
         if (p.parent / EXPORT_MARKER).exists():            # a folder `mint export --to hf` wrote: not a damaged checkpoint
@@ -429,7 +432,7 @@ def cmd_list(a):
         vl = meta.get("val_loss")
         print(f"{str(p):50s} step {meta.get('step', '?'):>6}  val {vl if not isinstance(vl, (int, float)) else f'{vl:.3f}'}  {meta.get('saved_at', '')}")
     for p, why in sorted(problems.items()): print(f"{p}: {why}; skipped")
-    for d in sorted({p.parent for p in found} | {p.parent for p in states} | asides):   # asides: a killed --overwrite's, visible or not
+    for d in sorted({p.parent for p in found} | {p.parent for p in states} | asides):
         holder = lock_holder(d)
         if holder: print(f"{d}: in use by a run ({describe_holder(holder)})")
         done = None

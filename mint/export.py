@@ -17,8 +17,8 @@ from .checkpoint import atomic_write, check_output, replace_folder, temp_folder_
 
 # %% auto #0
 __all__ = ['HF_CLASSES', 'ROPE_THETA', 'GGUF_DTYPES', 'hf_arch', 'interleave_rows', 'hf_config', 'hf_tensors',
-           'generation_config', 'hf_tokenizer_starting_documents', 'export_hf', 'mint_greedy', 'exported_params',
-           'hf_parity', 'gguf_arch', 'export_gguf', 'gguf_parity']
+           'generation_config', 'hf_tokenizer_starting_documents', 'export_hf', 'mint_greedy', 'parity_prompt',
+           'exported_params', 'hf_parity', 'gguf_arch', 'export_gguf', 'gguf_parity']
 
 # %% ../nbs/40_export.ipynb #4cc1fb28
 HF_CLASSES = {"llama": ("LlamaForCausalLM", "llama"), "qwen3": ("Qwen3ForCausalLM", "qwen3"),
@@ -159,6 +159,10 @@ def mint_greedy(params, cfg: ModelConfig, prompt_ids, n: int) -> list[int]:
         logits = dec.feed([out[-1]])
     return out
 
+def parity_prompt(ids, cfg: ModelConfig, n_greedy: int) -> np.ndarray:
+    "The prompt both sides of a parity check continue: `<eos>` and the first half of `ids` that leaves room for `n_greedy` tokens, as `mint generate` feeds it."
+    return np.array([EOS, *ids[: max(1, min(len(ids), cfg.max_seq_len - n_greedy - 1) // 2)]])
+
 # %% ../nbs/40_export.ipynb #a9a063b5
 def exported_params(params, cfg: ModelConfig, hf_class: str) -> tuple[np.ndarray, bool]:
     "The Mint parameters an export as `hf_class` computes with, and whether the lm_head bias was dropped (zeroed here) to get them."
@@ -182,7 +186,7 @@ def hf_parity(folder, params, cfg: ModelConfig, tok, text: str, n_greedy: int = 
     with torch.no_grad():
         hf_logits = model(torch.tensor([ids.tolist()], dtype=torch.long)).logits[0].numpy()
     ref = logits_of(np.asarray(params, np.float32), cfg, ids[None])
-    prompt = np.array([EOS, *ids[: max(1, min(len(ids), cfg.max_seq_len - n_greedy - 1) // 2)]])   # as `mint generate` feeds it
+    prompt = parity_prompt(ids, cfg, n_greedy)
     want = mint_greedy(params, cfg, prompt, n_greedy)
     with torch.no_grad():
         g = model.generate(torch.tensor([prompt.tolist()]), max_new_tokens=len(want), min_new_tokens=len(want),
@@ -276,7 +280,7 @@ def gguf_parity(path, params, cfg: ModelConfig, tok, text: str, n_greedy: int = 
     llm.reset(); llm.eval(ids.tolist())
     cpp_logits = np.array(llm.scores[: len(ids)], np.float64)
     ref = logits_of(np.asarray(params, np.float32), cfg, ids[None])
-    prompt = np.array([EOS, *ids[: max(1, min(len(ids), cfg.max_seq_len - n_greedy - 1) // 2)]])   # as `mint generate` feeds it
+    prompt = parity_prompt(ids, cfg, n_greedy)
     want = mint_greedy(params, cfg, prompt, n_greedy)
     llm.reset(); llm.eval(prompt.tolist()); got = []
     for _ in range(len(want)):
