@@ -26,11 +26,11 @@ def server(request, trained):
     every test here runs against both."""
     import uvicorn
     from openai import OpenAI
-    from mint.serve import create_app
+    from mint.serve import create_app, server_config
     ck = trained("llama", request.param)
     port = free_port()
     app = create_app(ck.params, ck.config, ck.vocab, "tiny", decode_process=request.param == "char")
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    srv = uvicorn.Server(server_config(app, host="127.0.0.1", port=port))      # Mint's connection limits, as `mint serve`
     th = threading.Thread(target=srv.run, daemon=True); th.start()
     deadline = time.time() + 30
     while not srv.started:
@@ -119,6 +119,42 @@ def test_n_choices_with_a_stop_string_draw_on_like_one_process(server):
         for c in client.chat.completions.create(n=3, stream=True, **kw):
             for ch in c.choices: parts[ch.index] = parts.get(ch.index, "") + (ch.delta.content or "")
         assert got[0] == got[1] == want == [parts[i] for i in range(3)], (seed, stop, got, want, parts)
+
+
+def test_completion_prompt_list_one_reply_per_prompt(server):
+    "prompt as a list of strings (OpenAI's batch): n choices per prompt, index = prompt * n + choice, each prompt's choices those of a request with it alone (same seed), streamed = not streamed, usage summed; a bad element is a 400 naming it."
+    import openai
+    client, ck = server
+    prompts, kw = ["中国", "今天", "人民"], dict(model="tiny", max_tokens=6, temperature=1.0, seed=5)
+    r = client.completions.create(prompt=prompts, n=2, **kw)
+    assert [c.index for c in r.choices] == list(range(6))
+    alone = [client.completions.create(prompt=p, n=2, **kw) for p in prompts]
+    assert [c.text for c in r.choices] == [c.text for a in alone for c in a.choices]
+    assert [c.finish_reason for c in r.choices] == [c.finish_reason for a in alone for c in a.choices]
+    assert r.usage.prompt_tokens == sum(a.usage.prompt_tokens for a in alone)
+    assert r.usage.completion_tokens == sum(a.usage.completion_tokens for a in alone)
+    assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
+    parts, chunks = {}, list(client.completions.create(prompt=prompts, n=2, stream=True, stream_options={"include_usage": True}, **kw))
+    for c in chunks:
+        for ch in c.choices: parts[ch.index] = parts.get(ch.index, "") + ch.text
+    assert [parts[i] for i in range(6)] == [c.text for c in r.choices]
+    assert chunks[-1].choices == [] and chunks[-1].usage == r.usage
+    assert client.completions.create(prompt=["中国"], **kw).choices[0].text == alone[0].choices[0].text   # a list of one = the string
+    for bad, param in (([], "prompt"), (["中国", 3], "prompt[1]"), (["中国", "你" * 200], "prompt[1]"), (["好"] * 17, "prompt"),
+                       ([[5, 6]], "prompt[0]")):
+        with pytest.raises(openai.BadRequestError) as e: client.completions.create(prompt=bad, **kw)
+        assert e.value.body["param"] == param, (bad, e.value.body)
+
+
+def test_completion_prompt_list_shares_the_batch():
+    "The prompts of one request are decoded side by side in the batch (continuous batching), not one after another."
+    import httpx
+    with endless_server("batch", 4, 32, 2, 2048) as base:
+        r = httpx.post(base + "/v1/completions", json={"model": "batch", "prompt": ["中国", "人民", "今天", "银行"], "max_tokens": 150,
+                                                       "temperature": 0}, timeout=120).json()
+        assert [c["index"] for c in r["choices"]] == [0, 1, 2, 3] and r["usage"]["completion_tokens"] == 600, r["usage"]
+        slots = httpx.get(base + "/health").json()["slots"]
+    assert slots["peak"] == 4 and slots["steps"] < 300, slots         # four at once; alone they would take 600 steps
 
 
 def _log_softmax_ref(ck, ids):
@@ -287,20 +323,20 @@ def test_sixteen_concurrent_seeded_requests_equal_one_at_a_time(server):
 
 
 @contextlib.contextmanager
-def endless_server(name: str, slots: int, d_model: int, n_layers: int, max_seq_len: int, decode_process: bool = True):
-    "A uvicorn server on a free loopback port over an untrained model that never says <eos>: yields its base URL."
+def endless_server(name: str, slots: int, d_model: int, n_layers: int, max_seq_len: int, decode_process: bool = True, **limits):
+    "A uvicorn server (with Mint's connection limits, `limits` overriding them) on a free loopback port over an untrained model that never says <eos>: yields its base URL; `endless_server.last` is the `uvicorn.Server`."
     import uvicorn
     from mint.core import ModelConfig
     from mint.model import init_params, views
     from mint.vocab import Vocab, EOS
-    from mint.serve import create_app
+    from mint.serve import create_app, server_config
     voc = Vocab.build(["中国人民银行今天宣布经济发展"], min_count=1)
     cfg = ModelConfig(vocab_size=len(voc), d_model=d_model, n_heads=2, n_layers=n_layers, max_seq_len=max_seq_len)
     P = init_params(cfg, seed=0)
     views(P, cfg).lm_b[EOS] = -1e4
     port = free_port()
-    srv = uvicorn.Server(uvicorn.Config(create_app(P, cfg, voc, name, slots=slots, decode_process=decode_process), host="127.0.0.1",
-                                       port=port, log_level="warning"))
+    srv = endless_server.last = uvicorn.Server(server_config(create_app(P, cfg, voc, name, slots=slots, decode_process=decode_process),
+                                                             host="127.0.0.1", port=port, **limits))
     th = threading.Thread(target=srv.run, daemon=True); th.start()
     while not srv.started: time.sleep(0.05)
     try: yield f"http://127.0.0.1:{port}"
@@ -910,6 +946,121 @@ def test_a_header_sent_twice_is_refused(mint_server):
         code, body = raw(headers)
         assert code == 400 and body["error"]["param"] == field and body["error"]["code"] == "duplicate_header", (headers, code, body)
 
+
+def raw_exchange(port: int, parts, pause: float = 0.0, timeout: float = 20):
+    "Send `parts` on a new connection (sleeping `pause` s before each, stopping once the server answers) and read until it closes: (status or None, JSON body or None, seconds)."
+    import select
+    t0 = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        for p in parts:
+            time.sleep(pause)
+            if select.select([s], [], [], 0)[0]: break
+            with contextlib.suppress(OSError): s.sendall(p)
+        data = b""
+        with contextlib.suppress(ConnectionResetError):
+            while c := s.recv(65536): data += c
+    head, _, body = data.partition(b"\r\n\r\n")
+    status = int(head.split()[1]) if head else None
+    return status, (json.loads(body) if body.startswith(b"{") else body or None), time.monotonic() - t0
+
+
+def test_malformed_http_and_smuggling_shapes_are_json_400s(mint_server):
+    "What uvicorn's parser refuses — request smuggling's shapes (Content-Length with Transfer-Encoding, two lengths, an unknown coding), a bad length, garbage — is OpenAI's JSON error with the reason, not plain text; the connection closes and the server goes on."
+    port, body = mint_server.port, b'{"model": "tiny", "prompt": "x", "max_tokens": 1}'
+    head = f"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+    for extra, reason in ((f"Content-Length: {len(body)}\r\nTransfer-Encoding: chunked\r\n", "Transfer-Encoding"),
+                          (f"Transfer-Encoding: chunked\r\nContent-Length: {len(body)}\r\n", "Content-Length"),
+                          (f"Content-Length: {len(body)}\r\nContent-Length: 3\r\n", "Content-Length"),
+                          ("Transfer-Encoding: chunked, gzip\r\n", ""), ("Transfer-Encoding : chunked\r\n", ""),
+                          ("Content-Length: -1\r\n", ""), ("Content-Length: 99999999999999999999999\r\n", "overflow"),
+                          ("X-Folded: a\r\n b\r\n", "")):
+        status, err, _ = raw_exchange(port, [(head + extra + "\r\n").encode() + body])
+        assert status == 400 and err["error"]["code"] == "invalid_http_request" and reason in err["error"]["message"], (extra, status, err)
+    status, err, _ = raw_exchange(port, [b"HELLO\r\n\r\n"])
+    assert status == 400 and err["error"]["type"] == "invalid_request_error", err
+    assert post(mint_server.base, "/v1/completions", {"model": "tiny", "prompt": "中国", "max_tokens": 2}).status_code == 200
+
+
+def test_absolute_form_targets_must_name_this_server(mint_server):
+    "GET http://evil.example/... is not served as if local: a target naming another host than Host is a 400, one naming a foreign Host a 403 (the Host check), one naming this server is served."
+    port = mint_server.port
+    def get(target, host):
+        return raw_exchange(port, [f"GET {target} HTTP/1.1\r\n{host}Connection: close\r\n\r\n".encode()])[:2]
+    local = f"Host: 127.0.0.1:{port}\r\n"
+    for target, host, status, code in (("http://evil.example/v1/models", local, 400, "bad_request_target"),
+                                       (f"http://evil.example:{port}/v1/models", local, 400, "bad_request_target"),
+                                       ("http://evil.example/v1/models", "Host: evil.example\r\n", 403, "host_not_allowed"),
+                                       (f"http://127.0.0.1:{port}/v1/models", "", 400, "bad_request_target"),
+                                       (f"ftp://127.0.0.1:{port}/v1/models", local, 400, "bad_request_target")):
+        got, err = get(target, host)
+        assert (got, err["error"]["code"]) == (status, code), (target, host, got, err)
+    got, models = get(f"http://127.0.0.1:{port}/v1/models", local)
+    assert got == 200 and models["data"][0]["id"] == "tiny", models
+
+
+def test_an_oversized_head_is_431_and_a_huge_length_closes_at_once(mint_server):
+    "A 100 KB header (sent at once, or a line at a time) is a JSON 431; Content-Length 10^12 with a short body is a 413 and the connection closes right after it (it stayed open for the 10^12 bytes)."
+    port, local = mint_server.port, f"Host: 127.0.0.1:{mint_server.port}\r\n"
+    status, err, _ = raw_exchange(port, [f"GET /v1/models HTTP/1.1\r\n{local}X-Big: {'z' * 100_000}\r\n\r\n".encode()])
+    assert status == 431 and err["error"]["code"] == "request_header_too_large", err
+    lines = [f"GET /v1/models HTTP/1.1\r\n{local}".encode()] + [f"X-{i}: {'z' * 1000}\r\n".encode() for i in range(100)]
+    status, err, _ = raw_exchange(port, lines, pause=0.002)
+    assert status == 431, (status, err)
+    status, err, secs = raw_exchange(port, [f"POST /v1/completions HTTP/1.1\r\n{local}Content-Type: application/json\r\n"
+                                            f"Content-Length: {10**12}\r\n\r\n{{\"model\": ".encode()])
+    assert status == 413 and err["error"]["code"] == "request_too_large" and secs < 3, (status, err, secs)
+
+
+@pytest.fixture(scope="module")
+def limited_server():
+    "The endless model behind connection limits of 1 s (head and body): yields (base URL, uvicorn.Server)."
+    with endless_server("limited", 2, 32, 2, 2048, decode_process=False, head_s=1.0, body_s=1.0) as base:
+        yield base, endless_server.last
+
+
+def open_connections(srv, within: float = 5) -> int:
+    "The server's open connections, once they have settled (at most `within` s)."
+    deadline = time.time() + within
+    while srv.server_state.connections and time.time() < deadline: time.sleep(0.05)
+    return len(srv.server_state.connections)
+
+
+def test_a_slow_head_or_body_is_a_408_and_is_let_go(limited_server):
+    "Slowloris: a head sent a byte every 50 ms is a JSON 408 at its deadline; a body that stops short too; a connection that sends nothing is closed without a word. None of them is held: the server's connections drop to none."
+    base, srv = limited_server
+    port = int(base.rsplit(":", 1)[1])
+    head = f"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n" + "".join(f"X-{i}: z\r\n" for i in range(200))
+    status, err, secs = raw_exchange(port, [bytes([b]) for b in head.encode()], pause=0.05)
+    assert status == 408 and err["error"]["code"] == "request_timeout" and "head" in err["error"]["message"] and 0.9 < secs < 3, (status, err, secs)
+    body = b'{"model": "limited", "prompt": "x", "max_tokens": 1}'
+    status, err, secs = raw_exchange(port, [f"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                                            f"Content-Length: {len(body) + 10}\r\n\r\n".encode() + body])
+    assert status == 408 and "body" in err["error"]["message"] and 0.9 < secs < 3, (status, err, secs)
+    status, said, secs = raw_exchange(port, [])
+    assert status is None and said is None and 0.9 < secs < 3, (status, said, secs)
+    with ThreadPoolExecutor(20) as ex:                                     # twenty idle connections at once: all let go
+        assert all(r[0] is None for r in ex.map(lambda _: raw_exchange(port, []), range(20)))
+    assert open_connections(srv) == 0
+
+
+def test_limits_never_cut_a_stream_or_a_slow_reader(limited_server):
+    "A stream that lasts several times the limits, read slowly by the official client, arrives whole; a kept-alive connection idle for longer than the head limit serves its next request."
+    import httpx
+    from openai import OpenAI
+    base, srv = limited_server
+    client = OpenAI(base_url=base + "/v1", api_key="x", max_retries=0, timeout=60)
+    kw = dict(model="limited", prompt="中国", max_tokens=80, temperature=0)
+    want = client.completions.create(**kw).choices[0].text
+    t0, text, finish = time.monotonic(), "", None
+    for chunk in client.completions.create(stream=True, **kw):
+        text += chunk.choices[0].text; finish = chunk.choices[0].finish_reason or finish
+        time.sleep(0.04)                                                    # a slow reader: 80 chunks, over 3 s
+    assert text == want and finish == "length" and time.monotonic() - t0 > 3
+    with httpx.Client(base_url=base) as c:
+        assert c.get("/v1/models").status_code == 200
+        time.sleep(1.5)                                                     # idle past the head limit, within keep-alive
+        assert c.get("/v1/models").status_code == 200
+    assert open_connections(srv) == 0
 
 def test_cors_and_api_key(trained, tmp_path):
     "--cors ORIGIN lets exactly that page in (preflight and reply headers); --api-key is required on /v1 (Bearer), not on the page."
