@@ -4,7 +4,7 @@
 
 # %% ../nbs/35_checkpoint.ipynb #7b013153
 from __future__ import annotations
-import json, os, re, sys, time, errno, shutil, socket, hashlib, tempfile, datetime
+import json, os, re, sys, time, errno, shutil, shlex, socket, hashlib, tempfile, datetime
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
@@ -16,14 +16,15 @@ from .tokenizer import tokenizer_from_dict
 from .model import views, n_params, param_offsets
 
 # %% auto #0
-__all__ = ['fault_hook', 'CHUNK', 'FORMAT', 'LEGACY_FORMAT', 'STATE_NAME', 'LOCK_NAME', 'EXPORT_MARKER', 'RUN_FILES',
-           'OUTPUT_KINDS', 'STATE_FORMAT', 'CheckpointError', 'SaveError', 'atomic_write', 'temp_files',
+__all__ = ['fault_hook', 'CHUNK', 'FORMAT', 'LEGACY_FORMAT', 'STATE_NAME', 'LOCK_NAME', 'EXPORT_MARKER', 'TEMP_MARKER',
+           'RUN_FILES', 'OUTPUT_KINDS', 'STATE_FORMAT', 'CheckpointError', 'SaveError', 'atomic_write', 'temp_files',
            'clean_temp_files', 'content_checksum', 'write_unit', 'read_info', 'read_unit', 'Checkpoint',
            'config_and_vocab', 'save_checkpoint', 'set_aside_runs', 'set_aside_note', 'resolve_checkpoint',
            'load_checkpoint', 'checkpoint_meta', 'walk_files', 'list_checkpoints', 'runs_dir', 'RunLockedError',
            'describe_holder', 'lock_holder', 'RunLock', 'OutputError', 'run_files', 'is_mint_report', 'export_marker',
-           'check_output', 'temp_folder_beside', 'replace_folder', 'checkpoint_bytes', 'check_disk_space', 'TrainState',
-           'save_train_state', 'load_train_state']
+           'check_output', 'temp_folder_beside', 'release_temp', 'replace_folder', 'export_leftovers',
+           'clean_export_leftovers', 'checkpoint_bytes', 'check_disk_space', 'TrainState', 'save_train_state',
+           'load_train_state']
 
 # %% ../nbs/35_checkpoint.ipynb #c3fb7132
 class CheckpointError(ValueError):
@@ -65,11 +66,17 @@ def _umask() -> int:
     umask = os.umask(0); os.umask(umask)
     return umask
 
+def _ident(p) -> tuple | None:
+    "(device, inode) of `p` itself (a link is not followed), None if there is nothing there: is this still the file we wrote?"
+    try: st = os.lstat(p); return (st.st_dev, st.st_ino)
+    except OSError: return None
+
 def atomic_write(path, data) -> Path:
-    "Write `data` (bytes, str as UTF-8, or a function `write(tmp_path)`) to `path`: temp file in the same folder, fsync, rename, fsync of the folder. A crash leaves the old file or the new one; an error raises `SaveError` naming `path`."
+    "Write `data` (bytes, str as UTF-8, or a function `write(tmp_path)`) to `path`: temp file in the same folder, fsync, rename, fsync of the folder. A crash leaves the old file or the new one; an error raises `SaveError` naming `path`. A `path` that is a symlink is written through (its target is replaced, the link stays). A KeyboardInterrupt after the rename carries `written = path`: the file is whole."
     path = Path(path)
+    if path.is_symlink(): path = Path(os.path.realpath(path))   # through a link, as `>` writes: the link stays
     if isinstance(data, str): data = data.encode("utf-8")
-    tmp = fd = None
+    tmp = fd = ours = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -88,6 +95,7 @@ def atomic_write(path, data) -> Path:
         os.chmod(tmp, 0o666 & ~_umask())      # mkstemp makes 0600; give the file the permissions `open` would
         os.fsync(fd); os.close(fd); fd = None
         _at("synced", path)
+        ours = _ident(tmp)
         os.replace(tmp, path); tmp = None
         _at("renamed", path)
         _fsync_dir(path.parent)
@@ -96,6 +104,7 @@ def atomic_write(path, data) -> Path:
         if fd is not None: os.close(fd)
         if tmp is not None and os.path.exists(tmp): os.unlink(tmp)
         if isinstance(e, OSError) and not isinstance(e, SaveError): raise SaveError(path, e) from None
+        if isinstance(e, KeyboardInterrupt) and ours is not None and _ident(path) == ours: e.written = path   # after the rename: whole
         raise
     return path
 
@@ -455,6 +464,7 @@ class RunLock:
 
 # %% ../nbs/35_checkpoint.ipynb #5811a30b
 EXPORT_MARKER = "mint_export.json"            # the last file of every folder `mint export --to hf` writes
+TEMP_MARKER = ".mint-temp.json"               # the first file of every temp folder Mint writes an output in; locked while its writer lives
 RUN_FILES = ("best.safetensors", STATE_NAME, LOCK_NAME, "history.json")   # any of them (or step-*.safetensors): a run folder
 OUTPUT_KINDS = ("hf", "gguf", "run", "report", "cache")
 class OutputError(ValueError):
@@ -512,10 +522,11 @@ def _runs_below(folder: Path, depth: int = 2) -> list[Path]:
 
 # %% ../nbs/35_checkpoint.ipynb #db03076c
 def check_output(out, kind: str, overwrite: bool = False, source=None) -> Path:
-    "The one check of every command that writes, before it writes: `kind` 'hf' (a folder an export makes), 'gguf' (a file an export makes), 'run' (`mint train --out`), 'report' (a run's report), 'cache' (a corpus cache file, e.g. a wiki dump's JSONL); `source` the checkpoint read. Returns `out`; `OutputError` naming the path and the reason."
+    "The one check of every command that writes, before it writes: `kind` 'hf' (a folder an export makes), 'gguf' (a file an export makes), 'run' (`mint train --out`), 'report' (a run's report), 'cache' (a corpus cache file, e.g. a wiki dump's JSONL); `source` the checkpoint read. Returns `out` (for a symlink: its target, where the write goes; the link stays); `OutputError` naming the path and the reason."
     if kind not in OUTPUT_KINDS: raise ValueError(f"check_output: kind must be one of {OUTPUT_KINDS}, got {kind!r}")
     out = Path(out).expanduser()
     real = out.resolve()
+    target = Path(os.path.realpath(out)) if out.is_symlink() else out   # a link is written through: its target is replaced, the link stays
     if source is not None and real == Path(source).resolve():
         raise OutputError(f"{out} is the checkpoint being exported: choose another output")
     if kind == "report":
@@ -527,13 +538,13 @@ def check_output(out, kind: str, overwrite: bool = False, source=None) -> Path:
         if h: raise OutputError(f"{out} is in use by a live run ({describe_holder(h)}); it writes its report when it ends")
         if (real / "report.html").exists() and not is_mint_report(real / "report.html"):
             raise OutputError(f"{out / 'report.html'} was not written by mint: the report would replace it; move it out first")
-        return out
+        return target
     for up in real.parents:                                # nothing lies inside a run folder
         names = run_files(up)
         if names: raise OutputError(f"{out} lies inside the run folder {up} ({_what_run(up, names)}): choose an output outside it")
     if kind == "cache":                                   # a file of the reader's own naming: only never inside a run
         if real.is_dir(): raise OutputError(f"{out} is a folder, not a cache file")
-        return out
+        return target
     if kind == "run":
         if real.exists() and not real.is_dir(): raise OutputError(f"{out} is a file, not a run folder: choose another --out")
         if real.is_dir() and set_aside_runs(real):
@@ -541,17 +552,17 @@ def check_output(out, kind: str, overwrite: bool = False, source=None) -> Path:
         below = _runs_below(real) if real.is_dir() else []
         if below: raise OutputError(f"{out} holds other runs ({', '.join(map(str, below[:2]))}{' …' if len(below) > 2 else ''}): "
                                     f"a run folder cannot hold runs; choose another --out")
-        return out                                         # a run replacing a run: `check_out_dir` and `RunLock` decide
-    if not real.exists(): return out
+        return target                                      # a run replacing a run: `check_out_dir` and `RunLock` decide
+    if not real.exists(): return target
     want_dir = kind == "hf"
     if real.is_dir() != want_dir:
         raise OutputError(f"{out} is a {'file' if want_dir else 'folder'}; --to {kind} writes a {'folder' if want_dir else 'file'}: choose another output")
     names = run_files(real)
     if names: raise OutputError(f"{out} is a run folder ({_what_run(real, names)}): an export never writes into one; choose another output")
     if want_dir:
-        try: present = sorted(os.listdir(real))
+        try: present = sorted(n for n in os.listdir(real) if n != TEMP_MARKER)   # the marker a killed export left: Mint's own
         except OSError as e: raise OutputError(f"{out}: cannot read the folder ({e.strerror})") from None
-        if not present: return out                         # an empty folder: nothing to lose
+        if not present: return target                      # an empty folder: nothing to lose
     runs = _runs_below(real, 1) if want_dir else []
     if runs: raise OutputError(f"{out} holds runs ({', '.join(str(out / r.name) for r in runs[:2])}{' …' if len(runs) > 2 else ''}): "
                                f"an export never replaces them; choose another output")
@@ -566,32 +577,112 @@ def check_output(out, kind: str, overwrite: bool = False, source=None) -> Path:
         if extra: raise OutputError(f"{out} holds {', '.join(extra[:3])}{' …' if len(extra) > 3 else ''}, which the earlier export "
                                     f"did not write: --overwrite would lose it; move it out or choose another output")
     if not overwrite: raise OutputError(f"{out} already holds an earlier export: choose another output, or pass --overwrite")
-    return out
+    return target
 
 # %% ../nbs/35_checkpoint.ipynb #d9c3b6f9
+_HELD_TEMPS: dict = {}          # temp folder -> the open, locked descriptor of its TEMP_MARKER (released by `release_temp`)
 def temp_folder_beside(out) -> Path:
-    "A new hidden folder next to `out` (same file system: it can be renamed onto `out`) with the permissions `mkdir` gives; `tempfile.mkdtemp` makes 0700, which other users and containers cannot open."
+    "A new hidden folder `.NAME.xxxxxxxx` next to `out` (same file system: it can be renamed onto `out`) with the permissions `mkdir` gives (`tempfile.mkdtemp` makes 0700, which other users and containers cannot open), holding `TEMP_MARKER` (what it is for, pid, host) locked while this process lives: a later export knows a killed one's leftovers from a live one's."
     out = Path(out)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     os.chmod(tmp, 0o777 & ~_umask())
+    fd = os.open(tmp / TEMP_MARKER, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    _try_lock(fd)
+    os.write(fd, json.dumps({"format": "mint-temp", "for": out.name, "pid": os.getpid(), "host": socket.gethostname()}).encode())
+    _HELD_TEMPS[str(tmp)] = fd
     return tmp
+
+
+# %% ../nbs/35_checkpoint.ipynb #7b6c2fed
+def release_temp(folder, remove: bool = False) -> None:
+    "Drop this process's lock on the temp folder made by `temp_folder_beside` (now at `folder`: renamed into place, its marker is removed), or remove the whole folder (`remove`: a failed export)."
+    folder = Path(folder)
+    fd = next((_HELD_TEMPS.pop(k) for k in list(_HELD_TEMPS) if k == str(folder)), None)
+    if remove: shutil.rmtree(folder, ignore_errors=True)
+    else:
+        try: (folder / TEMP_MARKER).unlink()
+        except OSError: pass
+    if fd is not None: os.close(fd)
 
 
 # %% ../nbs/35_checkpoint.ipynb #e7bb650b
 def replace_folder(tmp, out) -> Path:
-    "Put the complete folder `tmp` at `out` by renames: an old `out` is moved aside first (and back if the swap fails), then removed."
+    "Put the complete folder `tmp` at `out` by renames: an old `out` is moved aside first (and back if the swap fails), then removed. A KeyboardInterrupt after the swap carries `written = out`: the new folder is whole."
     tmp, out = Path(tmp), Path(out)
-    aside = None
-    if out.exists():
-        aside = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent)); aside.rmdir()
-        os.rename(out, aside)
-    try: os.rename(tmp, out)
-    except BaseException:
-        if aside is not None: os.rename(aside, out)
+    ours, aside = _ident(tmp), None
+    try:
+        if out.exists():
+            aside = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent)); aside.rmdir()
+            os.rename(out, aside)
+        try: os.rename(tmp, out)
+        except BaseException:
+            if aside is not None and not os.path.lexists(out): os.rename(aside, out); aside = None   # the old one back
+            raise
+        _at("renamed", out)
+        _fsync_dir(out.parent)
+    except KeyboardInterrupt as e:
+        if _ident(out) == ours: e.written = out             # interrupted after the swap: the export is complete
         raise
-    _fsync_dir(out.parent)
-    if aside is not None: shutil.rmtree(aside, ignore_errors=True)
+    finally:
+        if _ident(out) == ours:
+            release_temp(out)                              # its marker: a temp folder no more
+            if aside is not None: shutil.rmtree(aside, ignore_errors=True)
     return out
+
+
+# %% ../nbs/35_checkpoint.ipynb #14aaf937
+def _temp_state(folder: Path, name: str) -> str:
+    "'dead', 'live' or 'foreign': the `TEMP_MARKER` in `folder` names the output `name` and is unlocked / locked by a live writer, or is not Mint's."
+    try:
+        m = json.loads((folder / TEMP_MARKER).read_text(encoding="utf-8"))
+        if not (isinstance(m, dict) and m.get("format") == "mint-temp" and m.get("for") == name): return "foreign"
+        fd = os.open(folder / TEMP_MARKER, os.O_RDWR)
+    except (OSError, ValueError): return "foreign"
+    try: return "dead" if _try_lock(fd) else "live"
+    finally: os.close(fd)                                  # closing drops the lock we may have taken
+
+
+# %% ../nbs/35_checkpoint.ipynb #cdd81ae0
+def export_leftovers(out, allowed) -> tuple[list[Path], list[str]]:
+    "What killed exports left beside `out`: (folders Mint can prove are its own and dead, holding only `allowed` file names or those their marker lists; one line per other look-alike naming it and the command that removes it)."
+    out = Path(out)
+    name, ours, notes = out.name, [], []
+    pat = re.compile(rf"^\.{re.escape(name)}\.(old\.)?[a-z0-9_]{{8}}$")
+    try: entries = sorted(p for p in out.parent.iterdir() if pat.match(p.name) or _TEMP.match(p.name) and p.name.startswith(f".{name}."))
+    except OSError: return [], []
+    temps = [p for p in entries if p.is_dir() and not p.is_symlink() and not pat.match(p.name).group(1)]
+    live = any(_temp_state(p, name) == "live" for p in temps)
+    for p in entries:
+        if p.is_symlink() or not p.is_dir():
+            notes.append(f"{p} looks like the temp file of a save or GGUF export that was killed (or still runs): if no mint "
+                         f"command is writing {out}, remove it with: rm {shlex.quote(str(p))}"); continue
+        try: names = set(os.listdir(p))
+        except OSError: continue
+        files_ok = lambda ok: all(n in ok and (p / n).is_file() and not (p / n).is_symlink() for n in names)
+        if not pat.match(p.name).group(1):                                       # .NAME.xxxxxxxx: a temp folder
+            state = _temp_state(p, name)
+            if state == "live": continue                                         # another export is writing it now
+            if state == "dead" and files_ok(set(allowed) | {TEMP_MARKER, EXPORT_MARKER}): ours.append(p); continue
+        else:                                                                    # .NAME.old.xxxxxxxx: an old export set aside
+            m = export_marker(p)
+            if live: continue
+            if m is not None and files_ok(set(m.get("files", [])) | {EXPORT_MARKER, TEMP_MARKER}): ours.append(p); continue
+        what = ", ".join(sorted(names)[:4]) + (" …" if len(names) > 4 else "") if names else "nothing"
+        notes.append(f"{p} looks like the temp folder of an export of {out} that was killed, but mint cannot prove it wrote "
+                     f"all of it (it holds {what}), so it is left alone: if it is not yours, remove it with: rm -r {shlex.quote(str(p))}")
+    return ours, notes
+
+
+# %% ../nbs/35_checkpoint.ipynb #20881c93
+def clean_export_leftovers(out, allowed) -> tuple[list[Path], list[str]]:
+    "Remove the leftovers of killed exports to `out` that `export_leftovers` proves are Mint's (and a stale `TEMP_MARKER` inside `out` itself); returns (removed, notes on the look-alikes left alone)."
+    out = Path(out)
+    ours, notes = export_leftovers(out, allowed)
+    for p in ours: shutil.rmtree(p, ignore_errors=True)
+    if out.is_dir() and (out / TEMP_MARKER).exists() and _temp_state(out, out.name) == "dead":
+        (out / TEMP_MARKER).unlink(missing_ok=True)          # killed between the swap and removing its marker
+    return [p for p in ours if not p.exists()], notes
+
 
 # %% ../nbs/35_checkpoint.ipynb #4b6754c9
 def checkpoint_bytes(cfg: ModelConfig) -> int:

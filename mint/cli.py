@@ -509,6 +509,33 @@ def _need(*modules, why: str):
         lines = list(dict.fromkeys(INSTALL.get(m, f"pip install {m}") for m in missing))
         raise ValueError(f"{why} needs {', '.join(missing)}: {'; '.join(lines)}")
 
+# %% ../nbs/49_cli.ipynb #fec653d3
+def _export_lines(a, ck, info: dict) -> None:
+    "What `mint export` says it wrote (the target of a link given as the output, what killed exports had left there); notes on look-alikes it left alone go to stderr."
+    p = Path(info["path"])
+    via = f" (through the link {a.out})" if Path(a.out).expanduser().is_symlink() else ""
+    if a.to == "hf":
+        print(f"exported {ck.path} as {info['hf_class']} ({info['tokenizer']} tokenizer, {ck.config.vocab_size:,} tokens) "
+              f"to {p}/{via} ({_size(p)})")
+        print(f"  {', '.join(sorted(x.name for x in p.iterdir() if not x.name.startswith('.')))}")
+        print(f"  load with AutoModelForCausalLM.from_pretrained({info['path']!r}) and AutoTokenizer.from_pretrained({info['path']!r})")
+    else:
+        print(f"exported {ck.path} as GGUF architecture {info['arch']} ({info['dtype']}, {info['tokenizer']} tokenizer as "
+              f"llama.cpp's {info['gguf_tokenizer']!r}) to {p}{via} ({_size(p)})")
+        if info["note"]: print(f"  note: {info['note']}")
+    for r in info.get("removed", []): print(f"  removed {r}/: what an earlier export to {p.name} left when it was killed")
+    for n in info.get("leftovers", []): print(f"mint: note: {n}", file=sys.stderr)
+
+# %% ../nbs/49_cli.ipynb #5ed64349
+def _check_lines(r: dict, info: dict) -> None:
+    "The line of `mint export --check`; RuntimeError naming what differs when the export does not compute what Mint computes."
+    against = " (against Mint without its lm_head bias, as exported)" if r.get("bias_dropped") else ""
+    print(f"check{against}: {r['n_tokens']} tokens, ids {'identical' if r['ids_equal'] else 'DIFFERENT'}; max |Δlogit| "
+          f"{r['max_abs_dlogit']:.1e}; {r['n_greedy']} greedy tokens {'identical' if r['greedy_equal'] else 'DIFFERENT'}")
+    failed = check_failures(r)
+    if failed: raise RuntimeError(f"--check failed: the export at {info['path']} does not compute what Mint computes "
+                                  f"({'; '.join(failed)})")
+
 # %% ../nbs/49_cli.ipynb #b461f743
 def cmd_export(a):
     import warnings
@@ -522,29 +549,34 @@ def cmd_export(a):
     from mint.export import export_hf, export_gguf, hf_parity, gguf_parity
     check_output(a.out, a.to, a.overwrite, resolve_checkpoint(a.ckpt))   # never over a run or files it did not write: before any work
     ck = load_checkpoint(a.ckpt)
-    if a.to == "hf":
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            info = export_hf(ck.params, ck.config, ck.vocab, a.out, a.arch, a.drop_lm_head_bias, a.overwrite, source=ck.path)
-        for w in caught: print(f"mint: warning: {w.message}", file=sys.stderr)
-        print(f"exported {ck.path} as {info['hf_class']} ({info['tokenizer']} tokenizer, {ck.config.vocab_size:,} tokens) "
-              f"to {info['path']}/ ({_size(Path(info['path']))})")
-        print(f"  {', '.join(sorted(x.name for x in Path(info['path']).iterdir()))}")
-        print(f"  load with AutoModelForCausalLM.from_pretrained({info['path']!r}) and AutoTokenizer.from_pretrained({info['path']!r})")
-        r = hf_parity(info["path"], ck.params, ck.config, ck.vocab, a.check_text) if a.check else None   # without a dropped bias
-    else:
-        info = export_gguf(ck.params, ck.config, ck.vocab, a.out, a.dtype, a.overwrite, source=ck.path)
-        print(f"exported {ck.path} as GGUF architecture {info['arch']} ({info['dtype']}, {info['tokenizer']} tokenizer as "
-              f"llama.cpp's {info['gguf_tokenizer']!r}) to {info['path']} ({_size(Path(info['path']))})")
-        if info["note"]: print(f"  note: {info['note']}")
-        r = gguf_parity(info["path"], ck.params, ck.config, ck.vocab, a.check_text) if a.check else None
-    if r is not None:
-        against = " (against Mint without its lm_head bias, as exported)" if r.get("bias_dropped") else ""
-        print(f"check{against}: {r['n_tokens']} tokens, ids {'identical' if r['ids_equal'] else 'DIFFERENT'}; max |Δlogit| "
-              f"{r['max_abs_dlogit']:.1e}; {r['n_greedy']} greedy tokens {'identical' if r['greedy_equal'] else 'DIFFERENT'}")
-        failed = check_failures(r)
-        if failed: raise RuntimeError(f"--check failed: the export at {info['path']} does not compute what Mint computes "
-                                      f"({'; '.join(failed)})")
+    stop, checked = None, False
+    try:
+        if a.to == "hf":
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                info = export_hf(ck.params, ck.config, ck.vocab, a.out, a.arch, a.drop_lm_head_bias, a.overwrite, source=ck.path)
+            for w in caught: print(f"mint: warning: {w.message}", file=sys.stderr)
+        else: info = export_gguf(ck.params, ck.config, ck.vocab, a.out, a.dtype, a.overwrite, source=ck.path)
+    except KeyboardInterrupt as e:                        # Ctrl-C (SIGTERM) after the final rename: the export is complete
+        if getattr(e, "export", None) is None: raise
+        info, stop = e.export, e
+    try:
+        _export_lines(a, ck, info)
+        if a.check and stop is None:
+            r = (hf_parity if a.to == "hf" else gguf_parity)(info["path"], ck.params, ck.config, ck.vocab, a.check_text)
+            checked = True
+            _check_lines(r, info)
+    except BaseException as e:
+        if (s := _signal_behind(e)) is None: raise
+        stop = s
+    if stop is None: return None                         # (0)
+    word, code = ("terminated", 143) if isinstance(stop, Terminated) else ("interrupted", 130)
+    if a.check and not checked:
+        print(f"mint: {word}: the export at {info['path']} is complete, but --check did not run to its end", file=sys.stderr)
+        return code
+    print(f"mint: {word} after the export was complete: {info['path']} is whole, nothing was lost", file=sys.stderr)
+    return 0
+
 
 # %% ../nbs/49_cli.ipynb #4b447a0c
 def check_failures(r: dict, tol: float = 1e-3) -> list[str]:

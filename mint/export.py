@@ -13,17 +13,20 @@ from .model import views, logits_of
 from .rope import rope_freqs
 from .tokenizer import hf_tokenizer, hf_tokenizer_config, gguf_tokenizer, tokenizer_kind
 from .generate import NEVER_SAMPLED
-from .checkpoint import atomic_write, check_output, replace_folder, temp_folder_beside, SaveError, EXPORT_MARKER
+from .checkpoint import (atomic_write, check_output, replace_folder, temp_folder_beside, release_temp, clean_export_leftovers,
+                         SaveError, EXPORT_MARKER)
 
 # %% auto #0
-__all__ = ['HF_CLASSES', 'ROPE_THETA', 'GGUF_DTYPES', 'hf_arch', 'interleave_rows', 'hf_config', 'hf_tensors',
-           'generation_config', 'hf_tokenizer_starting_documents', 'export_hf', 'mint_greedy', 'parity_prompt',
-           'exported_params', 'hf_parity', 'gguf_arch', 'export_gguf', 'gguf_parity']
+__all__ = ['HF_CLASSES', 'ROPE_THETA', 'HF_FILES', 'CHAT_TEMPLATE', 'GGUF_DTYPES', 'hf_arch', 'interleave_rows', 'hf_config',
+           'hf_tensors', 'generation_config', 'hf_tokenizer_starting_documents', 'export_tokenizer_config', 'export_hf',
+           'mint_greedy', 'parity_prompt', 'exported_params', 'hf_parity', 'gguf_arch', 'export_gguf', 'gguf_parity']
 
 # %% ../nbs/40_export.ipynb #4cc1fb28
 HF_CLASSES = {"llama": ("LlamaForCausalLM", "llama"), "qwen3": ("Qwen3ForCausalLM", "qwen3"),
               "ernie": ("Ernie4_5_MoeForCausalLM", "ernie4_5_moe")}
 ROPE_THETA = 10000.0
+HF_FILES = ("config.json", "generation_config.json", "model.safetensors", "special_tokens_map.json", "tokenizer.json",
+            "tokenizer_config.json", EXPORT_MARKER)      # every file `export_hf` writes
 
 # %% ../nbs/40_export.ipynb #dec78dd9
 def hf_arch(cfg: ModelConfig, arch: str = "auto") -> str:
@@ -49,14 +52,14 @@ def interleave_rows(w: np.ndarray, n_heads: int) -> np.ndarray:
 
 # %% ../nbs/40_export.ipynb #73aa5f3e
 def hf_config(cfg: ModelConfig, arch: str) -> dict:
-    "The `config.json` dict of `cfg` as `arch` ('llama', 'qwen3', 'ernie')."
+    "The `config.json` dict of `cfg` as `arch` ('llama', 'qwen3', 'ernie'); `bos_token_id` is `<eos>`, the token a Mint document starts after (what the exported tokenizer puts first)."
     cls, model_type = HF_CLASSES[arch]
     c = dict(architectures=[cls], model_type=model_type, vocab_size=cfg.vocab_size, hidden_size=cfg.d_model,
              intermediate_size=cfg.d_ff, num_hidden_layers=cfg.n_layers, num_attention_heads=cfg.n_heads,
              num_key_value_heads=cfg.n_heads, head_dim=cfg.head_dim, hidden_act="silu",
              max_position_embeddings=cfg.max_seq_len, rms_norm_eps=cfg.rms_eps, tie_word_embeddings=False,
              rope_theta=ROPE_THETA, rope_parameters={"rope_type": "default", "rope_theta": ROPE_THETA},
-             bos_token_id=BOS, eos_token_id=EOS, pad_token_id=PAD, torch_dtype="float32", dtype="float32", use_cache=True)
+             bos_token_id=EOS, eos_token_id=EOS, pad_token_id=PAD, torch_dtype="float32", dtype="float32", use_cache=True)
     if arch == "llama": c.update(attention_bias=cfg.attention_bias, mlp_bias=cfg.mlp_bias, pretraining_tp=1)
     if arch == "qwen3": c.update(attention_bias=cfg.attention_bias, use_sliding_window=False, sliding_window=None,
                                  max_window_layers=cfg.n_layers)
@@ -88,9 +91,10 @@ def hf_tensors(params: np.ndarray, cfg: ModelConfig, arch: str, drop_lm_head_bia
 
 # %% ../nbs/40_export.ipynb #90b88755
 def generation_config(cfg: ModelConfig) -> dict:
-    "The `generation_config.json`: special ids, Mint's sampling defaults (§10.2), the never-generated specials suppressed."
-    return dict(bos_token_id=BOS, eos_token_id=EOS, pad_token_id=PAD, do_sample=True, temperature=0.7, top_k=50, top_p=0.9,
+    "The `generation_config.json`: special ids (`bos_token_id` is `<eos>`: a document starts after it, as the exported tokenizer and `mint generate` start one), Mint's sampling defaults (§10.2), the never-generated specials suppressed."
+    return dict(bos_token_id=EOS, eos_token_id=EOS, pad_token_id=PAD, do_sample=True, temperature=0.7, top_k=50, top_p=0.9,
                 suppress_tokens=[int(t) for t in NEVER_SAMPLED])
+
 
 # %% ../nbs/40_export.ipynb #497bb462
 def _write_file(path: Path, data: bytes):
@@ -111,10 +115,27 @@ def hf_tokenizer_starting_documents(tok):
     t.post_processor = processors.TemplateProcessing(single=f"{e} $A", pair=f"{e} $A {e} $B", special_tokens=[(e, t.token_to_id(e))])
     return t
 
+# %% ../nbs/40_export.ipynb #91ca0d5e
+CHAT_TEMPLATE = ("{% for m in messages %}"
+                 "{% if m['role'] == 'system' %}{{ raise_exception(\"Mint's chat format has no system prompt\") }}{% endif %}"
+                 "{% if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+                 "{{ raise_exception('roles must alternate user/assistant, starting with user') }}{% endif %}"
+                 "{% if loop.first %}<bos>{% endif %}"
+                 "{% if m['role'] == 'user' %}<human>{{ m['content'] }}{% else %}<assistant>{{ m['content'] }}<eos>{% endif %}"
+                 "{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}")
+
+# %% ../nbs/40_export.ipynb #c5aef9fd
+def export_tokenizer_config(tok, max_seq_len: int) -> dict:
+    "`tokenizer_config.json` of an export: `hf_tokenizer_config` with `<eos>` as the token the tokenizer puts first (`bos_token`; `<bos>` stays special), specials in a text read as tokens (the chat template writes them), and `CHAT_TEMPLATE`."
+    c = hf_tokenizer_config(tok, max_seq_len)
+    c.update(bos_token=SPECIAL_TOKENS[EOS], split_special_tokens=False, chat_template=CHAT_TEMPLATE,
+             additional_special_tokens=[SPECIAL_TOKENS[BOS], *c["additional_special_tokens"]])
+    return c
+
 # %% ../nbs/40_export.ipynb #ad859132
 def export_hf(params: np.ndarray, cfg: ModelConfig, tok, out_dir, arch: str = "auto", drop_lm_head_bias: bool = False,
               overwrite: bool = False, source=None) -> dict:
-    "Write a `transformers` folder (config, float32 safetensors, tokenizer, generation config) for `params`; returns a summary dict."
+    "Write a `transformers` folder (config, float32 safetensors, tokenizer, generation config) for `params`; returns a summary dict (`removed`: what killed exports had left beside `out`; `leftovers`: look-alikes left alone, each with the command that removes it). A KeyboardInterrupt after the folder is in place carries that summary as `export`."
     from safetensors.numpy import save as st_save
     out = check_output(out_dir, "hf", overwrite, source)         # never a run folder, never a folder of other files
     a = hf_arch(cfg, "llama" if (drop_lm_head_bias and arch == "auto") else arch)
@@ -129,22 +150,26 @@ def export_hf(params: np.ndarray, cfg: ModelConfig, tok, out_dir, arch: str = "a
         warnings.warn(warn, stacklevel=2)
     tensors = hf_tensors(params, cfg, a, drop_lm_head_bias=True)
     out.parent.mkdir(parents=True, exist_ok=True)
+    removed, notes = clean_export_leftovers(out, HF_FILES)      # what killed exports to `out` left beside it
+    done = dict(path=str(out), arch=a, hf_class=HF_CLASSES[a][0], tokenizer=tokenizer_kind(tok), n_tensors=len(tensors),
+                warning=warn, removed=[str(p) for p in removed], leftovers=notes)
     tmp = temp_folder_beside(out)                             # 0755 under umask 022, as mkdir would make it
     try:
         _write_file(tmp / "model.safetensors", st_save(tensors, metadata={"format": "pt"}))
-        tc = hf_tokenizer_config(tok, cfg.max_seq_len)
+        tc = export_tokenizer_config(tok, cfg.max_seq_len)
         special = ("bos_token", "eos_token", "unk_token", "pad_token", "additional_special_tokens")
         files = {"config.json": hf_config(cfg, a), "generation_config.json": generation_config(cfg),
                  "tokenizer_config.json": tc, "special_tokens_map.json": {k: tc[k] for k in special if k in tc}}
         for name, d in files.items(): _write_file(tmp / name, json.dumps(d, indent=2, ensure_ascii=False).encode("utf-8"))
         _write_file(tmp / "tokenizer.json", hf_tokenizer_starting_documents(tok).to_str(pretty=True).encode("utf-8"))
-        marker = dict(format="mint-export", kind="hf", files=sorted(os.listdir(tmp)), source=str(source) if source else None)
+        marker = dict(format="mint-export", kind="hf", files=sorted(set(os.listdir(tmp)) & set(HF_FILES)), source=str(source) if source else None)
         _write_file(tmp / EXPORT_MARKER, json.dumps(marker, indent=1, ensure_ascii=False).encode("utf-8"))   # last: a complete export
         replace_folder(tmp, out)                                   # atomic: the old export stays whole until the new one is
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True); raise
-    return dict(path=str(out), arch=a, hf_class=HF_CLASSES[a][0], tokenizer=tokenizer_kind(tok), n_tensors=len(tensors),
-                warning=warn)
+    except BaseException as e:
+        if getattr(e, "written", None) is not None: e.export = done   # a Ctrl-C after the swap: the export is complete
+        else: release_temp(tmp, remove=True)
+        raise
+    return done
 
 # %% ../nbs/40_export.ipynb #82e16ee8
 def mint_greedy(params, cfg: ModelConfig, prompt_ids, n: int) -> list[int]:
@@ -215,11 +240,12 @@ def gguf_arch(cfg: ModelConfig) -> str:
 # %% ../nbs/40_export.ipynb #14dc2777
 def export_gguf(params: np.ndarray, cfg: ModelConfig, tok, path, dtype: str = "f32", overwrite: bool = False, name: str = "mint",
                 source=None) -> dict:
-    "Write a GGUF file for llama.cpp (`dtype` 'f32' or 'bf16' for the matrices); ValueError with the reason for a model llama.cpp cannot run."
+    "Write a GGUF file for llama.cpp (`dtype` 'f32' or 'bf16' for the matrices); ValueError with the reason for a model llama.cpp cannot run. Returns a summary dict (`leftovers`: temp files of killed writes beside `path`, named, not removed); a KeyboardInterrupt after the rename carries it as `export`."
     import gguf
     if dtype not in GGUF_DTYPES: raise ValueError(f"--dtype must be f32 or bf16 for GGUF, got {dtype!r}")
     arch = gguf_arch(cfg)
     path = check_output(path, "gguf", overwrite, source)   # never inside a run folder, never over a file it did not write
+    _, notes = clean_export_leftovers(path, ())           # a file has no temp folder: the temp files of killed writes are named
     t = gguf_tokenizer(tok)
     tensors = hf_tensors(params, cfg, "qwen3" if arch == "qwen3" else "llama")
     if arch == "llama":                                          # llama.cpp's llama rotates adjacent pairs
@@ -240,6 +266,7 @@ def export_gguf(params: np.ndarray, cfg: ModelConfig, tok, path, dtype: str = "f
         if t["merges"] is not None: w.add_token_merges(t["merges"])
         w.add_bos_token_id(t["eos"]); w.add_eos_token_id(t["eos"]); w.add_unk_token_id(t["unk"]); w.add_pad_token_id(t["pad"])
         w.add_add_bos_token(True); w.add_add_eos_token(False)   # llama.cpp puts <eos> before a prompt, as `mint generate` does
+        w.add_chat_template(CHAT_TEMPLATE)                         # Mint's chat format, as in the transformers export
         w.add_string("mint.export", "gguf")                        # the marker: --overwrite may replace this file
         if t["model"] == "t5": w.add_add_space_prefix(False); w.add_remove_extra_whitespaces(False)
         if t["charsmap"] is not None: w.add_precompiled_charsmap(t["charsmap"])
@@ -252,9 +279,13 @@ def export_gguf(params: np.ndarray, cfg: ModelConfig, tok, path, dtype: str = "f
                              raw_dtype=gguf.GGMLQuantizationType.BF16)
             else: w.add_tensor(f"{gname}.{suffix}", a)
         w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
-    atomic_write(path, write)
-    return dict(path=str(path), arch=arch, dtype=dtype, tokenizer=tokenizer_kind(tok), gguf_tokenizer=t["model"],
-                n_tensors=len(tensors), note=t["note"] or None)
+    done = dict(path=str(path), arch=arch, dtype=dtype, tokenizer=tokenizer_kind(tok), gguf_tokenizer=t["model"],
+                n_tensors=len(tensors), note=t["note"] or None, removed=[], leftovers=notes)
+    try: atomic_write(path, write)
+    except KeyboardInterrupt as e:
+        if getattr(e, "written", None) is not None: e.export = done   # a Ctrl-C after the rename: the file is complete
+        raise
+    return done
 
 # %% ../nbs/40_export.ipynb #64734af7
 _LOG_SINK = []

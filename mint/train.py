@@ -257,6 +257,7 @@ class _RunState:
         self.w0 = np.array(engine.host_params(), copy=True)          # the weights at the last validation: did they move since?
         self.w_start, self.rejected_at = self.w0.copy(), engine.rejected_count()
         self.step, self.tokens, self.save_errors, self.warned, self.unsaved = start, 0, [], set(), {}
+        self.stepping = False                                          # inside a step: its weights and moments may not agree
         self.last_val = hist["val_loss"][-1] if hist["val_loss"] else math.nan
         self.validated_at = hist["val_step"][-1] if hist["val_step"] else None
         self.worst = 2 * math.log(cfg.vocab_size)
@@ -347,14 +348,21 @@ def _first_step(held: contextlib.ExitStack, engine, cfg: ModelConfig, tcfg: Trai
 
 # %% ../nbs/36_robust_train.ipynb #ab7fe71b
 def _interrupted(r: _RunState, control: TrainControl) -> str:
-    "The `stopped` line after a KeyboardInterrupt that is not the handler's flag (a second Ctrl-C, or one raised without a signal). It may have cut a step: its weights are whole (each array is written by one call), Adam's moments may not match them. The first one still validates and saves the best checkpoint, not the training state; a second one stops at once."
+    "The `stopped` line after a KeyboardInterrupt that is not the handler's flag (a second Ctrl-C, or one raised without a signal), naming what was not saved and what is on disk. It may have cut a step: its weights are whole (each array is written by one call), Adam's moments may not match them. The first one still validates and saves the best checkpoint, not the training state; a second one (during the stop's validation and save) stops at once."
     first = control.stop_reason is None
+    where = f"during step {r.step + 1}" if r.stepping else f"after step {r.step}"
+    if not first: where += ", during the stop's validation and save"
     control.request_stop("interrupted")
-    stopped = f"interrupted at once during step {r.step + 1}; the training state is that of step {r.validated_at}"
     if first and r.step > 0:
-        try: r.validate(None, with_state=False); stopped += f", the best checkpoint validated at step {r.step}"
+        try: r.validate(None, with_state=False)
         except KeyboardInterrupt: pass
-    return stopped
+    if r.out_dir is None: return f"interrupted at once {where}"
+    lost = [f"the training state of step {r.step}"] if r.state_at != r.step else []
+    if r.validated_at != r.step: lost.append(f"the validation of step {r.step} (and so its best checkpoint)")
+    kept = [f"the training state of step {r.state_at}" if r.state_at is not None else "no training state",
+            f"the best checkpoint of step {r.best_step}" if r.ckpt is not None else "no best checkpoint"]
+    return f"interrupted at once {where}; " + (f"not saved: {' and '.join(lost)}; " if lost else "") + f"on disk: {' and '.join(kept)}"
+
 
 # %% ../nbs/36_robust_train.ipynb #a3e5b7d1
 def _last_validation(r: _RunState, engine, reason: str, stopped: str, val_batches: list) -> tuple[str, str]:
@@ -454,14 +462,16 @@ def run_training(engine, cfg: ModelConfig, tcfg: TrainConfig, train_batches, val
                         reason = control.stop_reason or "interrupted"
                         stopped = f"{reason} at step {r.step}"
                         note(f"{reason}: stopping after step {r.step}; validating and saving (again to stop at once)"); break
+                    r.stepping = True                                            # from here until the step is counted
                     batch = next(train_batches, None)
-                    if batch is None: reason, stopped = "data_exhausted", f"training data exhausted after step {r.step}"; break
+                    if batch is None: r.stepping = False; reason, stopped = "data_exhausted", f"training data exhausted after step {r.step}"; break
                     lr = lr_at(r.step, tcfg.steps, tcfg.base_lr, tcfg.warmup_steps)
                     ahead = dict(upcoming=train_batches.peek) if getattr(engine, "prefetch", False) and r.step + 1 < tcfg.steps else {}
                     loss = engine.step(batch, lr, r.step + 1, **ahead)    # (an engine's own step need not take `upcoming`)
                     if not math.isfinite(loss):
                         reason, stopped, bad_loss = "diverged", f"non-finite loss ({loss}) at step {r.step + 1}", loss; break
                     r.step += 1
+                    r.stepping = False
                     r.tokens += int(batch.loss_mask.size)
                     r.hist["step"].append(r.step); r.hist["loss"].append(float(loss)); r.hist["lr"].append(float(lr))
                     bar.update(1)

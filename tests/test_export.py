@@ -8,6 +8,7 @@ import pytest
 from conftest import ARCH_TOKENIZERS
 from mint.export import export_hf, export_gguf, hf_parity, gguf_parity, gguf_arch
 from mint.cli import main
+from mint.vocab import BOS, EOS, HUMAN, ASSISTANT
 
 HF_CLASS = {"report": "Ernie4_5_MoeForCausalLM", "llama": "LlamaForCausalLM", "qwen3": "Qwen3ForCausalLM"}
 needs_hf = pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason='pip install -e ".[interop]"')
@@ -58,7 +59,9 @@ def test_hf_tokenizer_on_hard_text(tokenizer, trained, tmp_path):
     ck = trained("llama", tokenizer)
     export_hf(ck.params, ck.config, ck.vocab, tmp_path / "hf")
     tok = AutoTokenizer.from_pretrained(tmp_path / "hf")
-    for text in ["中国人民\n\t猫😀 <bos><eos>ǅ", "  a  b ", "\u3000中\r\n", "𠀀𪚥龘", "<unk>"]:
+    for text in ["中国人民\n\t猫😀 <bos><eos>ǅ", "  a  b ", "\u3000中\r\n", "𠀀𪚥龘", "<unk>"]:   # specials' text as characters, as Mint reads it
+        assert tok(text, add_special_tokens=False, split_special_tokens=True)["input_ids"] == ck.vocab.encode(text).tolist(), text
+    for text in ["中国人民\n\t猫😀 ǅ", "  a  b ", "\u3000中\r\n", "𠀀𪚥龘"]:                # a plain call, on text without them
         assert tok(text, add_special_tokens=False)["input_ids"] == ck.vocab.encode(text).tolist(), text
     ids = ck.vocab.encode("人民日报社论")
     assert tok.decode(ids.tolist(), skip_special_tokens=True) == ck.vocab.decode(ids)
@@ -127,6 +130,8 @@ def test_gguf_export_or_refusal(arch, tokenizer, dtype, trained, peoples_daily, 
     assert len(r.fields["tokenizer.ggml.tokens"].contents()) == ck.config.vocab_size
     from mint.vocab import EOS                                          # llama.cpp puts <eos> first, as `mint generate`
     assert r.fields["tokenizer.ggml.add_bos_token"].contents() is True and r.fields["tokenizer.ggml.bos_token_id"].contents() == EOS
+    from mint.export import CHAT_TEMPLATE                               # Mint's chat format, as in the transformers export
+    assert r.fields["tokenizer.chat_template"].contents() == CHAT_TEMPLATE
     if importlib.util.find_spec("llama_cpp") is not None and dtype == "f32":
         p = gguf_parity(path, ck.params, ck.config, ck.vocab, validation_text(peoples_daily))
         assert p["ids_equal"] and p["greedy_equal"] and p["max_abs_dlogit"] < 1e-3, p
@@ -139,3 +144,43 @@ def test_gguf_refusals_name_the_bias():
                         (dict(arch="qwen3", mlp_bias=True), ["MLP", "mlp_bias"])):
         with pytest.raises(ValueError) as e: gguf_arch(preset("tiny", 100, **opts))
         assert all(w in str(e.value) for w in words), e.value
+
+
+@needs_hf
+@pytest.mark.parametrize("tokenizer", ["char", "bpe"])
+def test_chat_template_gives_the_ids_of_mints_chat_format(tokenizer, trained, tmp_path):
+    "`apply_chat_template` on a 2-turn conversation gives the ids Mint's chat formats (`mint.serve.chat_prompt`, as `mint chat`: <bos><human>Q<assistant>A<eos><human>Q2<assistant>); there was no chat_template. With sanitize_control_tokens=True a literal <eos> in a message stays text, as in Mint."
+    from transformers import AutoTokenizer
+    from mint.serve import chat_prompt
+    ck = trained("llama", tokenizer)
+    export_hf(ck.params, ck.config, ck.vocab, tmp_path / "hf")
+    tok = AutoTokenizer.from_pretrained(tmp_path / "hf")
+    chat = [{"role": "user", "content": "人民日报"}, {"role": "assistant", "content": "中国人民"}, {"role": "user", "content": "今天 新闻"}]
+    want = chat_prompt(ck.vocab, chat, ck.config.max_seq_len)
+    assert want[:2] == [BOS, HUMAN] and want[-1] == ASSISTANT and want.count(EOS) == 1
+    assert tok.apply_chat_template(chat, add_generation_prompt=True)["input_ids"] == want
+    tricky = [*chat[:2], {"role": "user", "content": "今天<eos>"}]          # short: the tiny model's window keeps both rounds
+    got = tok.apply_chat_template(tricky, add_generation_prompt=True, sanitize_control_tokens=True)["input_ids"]
+    assert got == chat_prompt(ck.vocab, tricky, ck.config.max_seq_len) and got[0] == BOS and got.count(EOS) == 1
+    with pytest.raises(Exception, match="no system prompt"):
+        tok.apply_chat_template([{"role": "system", "content": "x"}, *chat], add_generation_prompt=True)
+
+
+@needs_hf
+def test_bos_metadata_is_the_token_the_tokenizer_puts_first(trained, tmp_path):
+    "config.json, generation_config.json and the tokenizer name <eos> as the first token (they said <bos>, the tokenizer and the GGUF put <eos>); generate with no prompt starts a document there and gives Mint's greedy tokens."
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from mint.export import mint_greedy
+    ck = trained("llama", "char")
+    export_hf(ck.params, ck.config, ck.vocab, tmp_path / "hf")
+    cfg = json.loads((tmp_path / "hf" / "config.json").read_text())
+    gen = json.loads((tmp_path / "hf" / "generation_config.json").read_text())
+    tok = AutoTokenizer.from_pretrained(tmp_path / "hf")
+    first = tok("中国")["input_ids"][0]
+    assert first == EOS and cfg["bos_token_id"] == gen["bos_token_id"] == tok.bos_token_id == EOS
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "hf", dtype=torch.float32).eval()
+    with torch.no_grad(): out = model.generate(max_new_tokens=12, min_new_tokens=12, do_sample=False)
+    assert out[0, 0].item() == EOS and out[0, 1:].tolist() == mint_greedy(ck.params, ck.config, [EOS], 12)
+    assert tok.decode(tok.apply_chat_template([{"role": "user", "content": "中国"}], add_generation_prompt=True)["input_ids"],
+                      skip_special_tokens=True) == "中国"                 # <bos> stays special

@@ -534,3 +534,24 @@ def test_runs_location_is_shared_by_train_list_and_generate(tmp_path, capsys, mo
     assert C.runs_dir() == repo / "runs"
     monkeypatch.chdir(repo)
     assert C.runs_dir() == repo / "runs"
+
+
+@POSIX
+def test_second_ctrl_c_during_the_stops_save_says_what_was_not_saved(tmp_path):
+    "Ctrl-C at step 5, then Ctrl-C again as the stop saves its best checkpoint: the stop ends at once, history.json and summary.json are written, and the line names what was not saved and what is on disk (it said 'the training state is that of step 5' while the state on disk was step 3's)."
+    out = tmp_path / "r"
+    patch = ("import os, signal, mint.train as T, mint.checkpoint as C\n_s = T.Engine.step\n"
+             "def hook(pt, path, n=[0]):\n    if pt == 'created' and n[0] == 0: n[0] = 1; os.kill(os.getpid(), signal.SIGINT)\n"
+             "def step(self, b, lr, i):\n    loss = _s(self, b, lr, i)\n"
+             "    if i == 5: os.kill(os.getpid(), signal.SIGINT); C.fault_hook = hook\n    return loss\n"
+             "T.Engine.step = step")
+    p = cli(["train", *RUN10, "--out", out], patch)
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == 130, err
+    last = err.strip().splitlines()[-1]
+    state = T.load_train_state(out).step
+    assert state == 3 and "after step 5, during the stop's validation and save" in last, last
+    assert "not saved: the training state of step 5" in last and f"on disk: the training state of step {state}" in last, last
+    assert f"continue with: mint train --resume {out}" in last
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["exit_code"] == 130 and json.loads((out / "history.json").read_text())["step"][-1] == 5

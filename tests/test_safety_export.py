@@ -291,7 +291,8 @@ def test_hf_tokenizer_decodes_as_mint(unicode_run, trained, tmp_path, capsys):
         tok = AutoTokenizer.from_pretrained(out)
         for t in [*UNICODE_SAMPLES.values(), "中国人民\n\t猫😀 <unk><bos>x"]:
             ids = ck.vocab.encode(t).tolist()
-            assert tok(t, add_special_tokens=False)["input_ids"] == ids, t
+            assert tok(t, add_special_tokens=False, split_special_tokens=True)["input_ids"] == ids, t   # specials' text as characters
+            if "<" not in t: assert tok(t, add_special_tokens=False)["input_ids"] == ids, t                # a plain call, without them
             assert tok.decode(ids, skip_special_tokens=True) == ck.vocab.decode(ids), t
         mixed = [BOS, HUMAN, *ck.vocab.encode("中文").tolist(), UNK, ASSISTANT, UNK, EOS, PAD]
         assert tok.decode(mixed, skip_special_tokens=True) == ck.vocab.decode(mixed)
@@ -375,3 +376,102 @@ def test_a_corpus_cache_is_never_written_inside_a_run(run_copy, capsys):
                                 "--no-progress"], capsys)[::2])
     assert "lies inside the run folder" in line and "cache" in line
     assert snapshot(run_copy) == before
+
+
+# ---- 11. a killed export, a link as the output, Ctrl-C after the export ----
+
+def mint_killed(args, point, name):
+    "Run `mint ARGS` in a fresh process that dies (os._exit, as SIGKILL: no clean-up) at the fault point `point` of the file or folder `name`."
+    patch = ("import os, sys\nfrom pathlib import Path\nimport mint.checkpoint as C\n"
+             f"C.fault_hook = lambda pt, p: os._exit(137) if pt == {point!r} and Path(p).name == {name!r} else None\n")
+    code = patch + "from mint.cli import main\nsys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, timeout=300)
+
+
+def test_leftovers_of_a_killed_export_are_removed_by_the_next_one(run_copy, tmp_path, capsys):
+    "SIGKILL mid-write leaves .hf.xxxxxxxx/ (its marker says whose it is); killed during the swap, the old export waits in .hf.old.xxxxxxxx/. The next export removes exactly those; a look-alike folder of the user's and a live export's temp folder stay, the first named with the command that removes it."
+    ck, out = run_copy / "best.safetensors", tmp_path / "out"
+    hf = out / "hf"
+    assert run(["export", ck, "--to", "hf", hf], capsys)[0] == 0
+    assert mint_killed(["export", ck, "--to", "hf", hf, "--overwrite"], "renamed", "hf").returncode == 137
+    hold = tmp_path / "hold"; hold.mkdir()                   # kept out of the next killed export's reach (it would clean it up)
+    for p in out.glob(".hf.old.*"): p.rename(hold / p.name)
+    assert mint_killed(["export", ck, "--to", "hf", hf, "--overwrite"], "wrote", "model.safetensors").returncode == 137
+    for p in hold.iterdir(): p.rename(out / p.name)
+    left = sorted(p.name for p in out.iterdir() if p.name != "hf")
+    assert len(left) == 2 and any(n.startswith(".hf.old.") for n in left), left            # a temp folder, an old export set aside
+    mine = out / ".hf.abcd1234"; mine.mkdir(); (mine / "notes.txt").write_text("mine")      # the user's, of the same shape
+    live = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom mint.checkpoint import temp_folder_beside\n"
+                             "print(temp_folder_beside(sys.argv[1]), flush=True); time.sleep(120)", str(hf)],
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        live_tmp = Path(live.stdout.readline().strip())
+        code, stdout, err = run(["export", ck, "--to", "hf", hf, "--overwrite"], capsys)
+        assert code == 0, err
+        dead = next(n for n in left if not n.startswith(".hf.old."))
+        assert live_tmp.exists() and not (out / dead).exists(), sorted(os.listdir(out))   # a live writer's folder stays, a dead one goes
+        assert all((out / n).exists() for n in left if n.startswith(".hf.old.")), stdout  # the old export set aside: not while one writes
+    finally:
+        live.kill(); live.wait()
+    code, stdout, err = run(["export", ck, "--to", "hf", hf, "--overwrite"], capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == [".hf.abcd1234", "hf"], sorted(os.listdir(out))
+    assert (mine / "notes.txt").read_text() == "mine" and f"rm -r {mine}" in err and "left alone" in err
+    assert C.TEMP_MARKER not in os.listdir(hf) and C.export_marker(hf)["kind"] == "hf"
+    assert "removed" in stdout and str(live_tmp) in stdout
+
+
+def test_leftovers_of_a_killed_export_before_the_fix_are_named_not_removed(run_copy, tmp_path, capsys):
+    "A temp folder without Mint's marker (an older Mint, or someone else's) is never removed: the line names it and gives the command."
+    ck, hf = run_copy / "best.safetensors", tmp_path / "hf"
+    old = tmp_path / ".hf.q1w2e3r4"; old.mkdir(); (old / "model.safetensors").write_bytes(b"half")
+    gg_tmp = tmp_path / ".m.gguf.a1b2c3d4.tmp"; gg_tmp.write_bytes(b"GGUF")
+    code, _, err = run(["export", ck, "--to", "hf", hf], capsys)
+    assert code == 0 and old.exists() and f"rm -r {old}" in err, err
+    code, _, err = run(["export", ck, "--to", "gguf", tmp_path / "m.gguf"], capsys)
+    assert code == 0 and gg_tmp.exists() and f"rm {gg_tmp}" in err, err
+
+
+def test_overwrite_through_a_symlink_replaces_the_target_and_keeps_the_link(run_copy, tmp_path, capsys):
+    "An output given as a link is written through, for every command that uses check_output: export --to hf, --to gguf, train --out, report. The link stays a link to the new contents."
+    ck = run_copy / "best.safetensors"
+    real_hf, real_gg = tmp_path / "v1" / "hf", tmp_path / "v1" / "m.gguf"
+    assert run(["export", ck, "--to", "hf", real_hf], capsys)[0] == 0 and run(["export", ck, "--to", "gguf", real_gg], capsys)[0] == 0
+    link_hf, link_gg = tmp_path / "current", tmp_path / "current.gguf"
+    link_hf.symlink_to(real_hf, target_is_directory=True); link_gg.symlink_to(real_gg)
+    before_hf = (real_hf / "model.safetensors").stat().st_mtime_ns
+    code, out, err = run(["export", ck, "--to", "hf", link_hf, "--overwrite"], capsys)
+    assert code == 0 and f"through the link {link_hf}" in out, err
+    assert link_hf.is_symlink() and Path(os.readlink(link_hf)) == real_hf and C.export_marker(real_hf)["kind"] == "hf"
+    assert (real_hf / "model.safetensors").stat().st_mtime_ns >= before_hf and sorted(os.listdir(tmp_path / "v1")) == ["hf", "m.gguf"]
+    code, out, err = run(["export", ck, "--to", "gguf", link_gg, "--overwrite"], capsys)
+    assert code == 0 and link_gg.is_symlink() and Path(os.readlink(link_gg)) == real_gg and C.export_marker(real_gg), err
+    link_run = tmp_path / "myrun"; link_run.symlink_to(run_copy, target_is_directory=True)
+    code, _, err = run(["train", "--max", "300", "--steps", "3", "--arch", "llama", "--out", link_run, "--overwrite", *SMALL], capsys)
+    assert code == 0 and link_run.is_symlink() and load_checkpoint(run_copy).meta["step"] <= 3, err
+    report = run_copy / "report.html"
+    (tmp_path / "r.html").write_bytes(report.read_bytes()); report.unlink(); report.symlink_to(tmp_path / "r.html")
+    assert run(["report", link_run], capsys)[0] == 0 and report.is_symlink() and b"<title>Mint report:" in (tmp_path / "r.html").read_bytes()
+
+
+@pytest.mark.parametrize("to,name", [("hf", "hf"), ("gguf", "m.gguf")])
+@pytest.mark.parametrize("point", ["renamed", "dir_synced"])
+def test_ctrl_c_after_the_export_is_complete_exits_0(run_copy, tmp_path, capsys, to, name, point):
+    "A Ctrl-C that lands after the final rename: the export is whole, the command says so and exits 0; one before it exits 130 and leaves nothing."
+    ck, out = run_copy / "best.safetensors", tmp_path / "o" / name
+    if to == "hf" and point == "dir_synced": point = "renamed"          # a folder's swap has one point after the rename
+    def ctrl_c(pt, path):
+        if Path(path).name == name and pt == point: raise KeyboardInterrupt
+    C.fault_hook = ctrl_c
+    try: code, stdout, err = run(["export", ck, "--to", to, out], capsys)
+    finally: C.fault_hook = None
+    assert code == 0 and "interrupted after the export was complete" in err and "exported" in stdout, err
+    assert C.export_marker(out)["kind"] == to and sorted(os.listdir(out.parent)) == [name]
+    def early(pt, path):
+        if pt == "wrote" and Path(path).name in ("model.safetensors", "m.gguf"): raise KeyboardInterrupt
+    C.fault_hook = early
+    try: code, _, err = run(["export", ck, "--to", to, tmp_path / "p" / name], capsys)
+    finally: C.fault_hook = None
+    assert code == 130 and err.strip().splitlines()[-1] == "mint: interrupted", err
+    assert os.listdir(tmp_path / "p") == []
