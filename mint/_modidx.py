@@ -736,6 +736,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                             'mint.model.param_offsets': ('model.html#param_offsets', 'mint/model.py'),
                             'mint.model.param_specs': ('model.html#param_specs', 'mint/model.py'),
                             'mint.model.plot_attention': ('model.html#plot_attention', 'mint/model.py'),
+                            'mint.model.recompute_layer': ('model.html#recompute_layer', 'mint/model.py'),
                             'mint.model.recompute_mode': ('model.html#recompute_mode', 'mint/model.py'),
                             'mint.model.views': ('model.html#views', 'mint/model.py'),
                             'mint.model.workspace_bytes': ('model.html#workspace_bytes', 'mint/model.py'),

@@ -26,8 +26,8 @@ from .precision import PRECISIONS, to_bf16, linear_bf16, linear_backward_bf16, r
 __all__ = ['ATTENTION', 'RECOMPUTE', 'INT32_MAX', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views',
            'flops_per_token', 'init_params', 'workspace_shapes', 'recompute_mode', 'workspace_bytes', 'check_int32',
            'Workspace', 'KVCache', 'attention_rows_cpu', 'RowsKV', 'layer_forward', 'mlp_in', 'forward', 'loss_forward',
-           'layer_backward', 'backward', 'loss_and_grads', 'logits_of', 'attention_maps', 'plot_attention',
-           'attention_widget']
+           'layer_backward', 'recompute_layer', 'backward', 'loss_and_grads', 'logits_of', 'attention_maps',
+           'plot_attention', 'attention_widget']
 
 # %% ../nbs/12_model.ipynb #f138c71f
 def param_specs(cfg: ModelConfig) -> list[tuple[str, tuple]]:
@@ -125,7 +125,7 @@ ATTENTION = ("unfused", "flash", "flash-tc")   # flash-tc: the bf16 tensor-core 
 
 def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: bool = True,
                      attention: str = "unfused", precision: str = "fp32", recompute: bool = False) -> dict[str, tuple[tuple, str]]:
-    "`name -> (shape, kind)` of every buffer of one step for `batch_size × seq_len` tokens; kind 'f' is the workspace's float dtype, 'i' int32; per-layer names end in `.l`. `attention='flash'` keeps a log-sum-exp per row instead of the probabilities; 'flash-tc' keeps q, k, v as bf16 (`qkv16.l`), so the float32 rows (`qkv.0`, unless QK-norm's backward needs them) and, with bf16, o (`o.0`, which flash-tc writes as `o16.l`) are one buffer for every layer; `precision='bf16'`: GEMM inputs stored as bf16 bits (kind 'h', uint16) and a bf16 copy of the weights (`w16`); `recompute` 'block' (or True): one set of block activations for all layers (only `x.l` per layer); 'mlp': one set of the MLP's gate|up and SwiGLU output (`gu.0`, `m.0`) for all layers, the rest per layer."
+    "`name -> (shape, kind)` of every buffer of one step for `batch_size × seq_len` tokens; kind 'f' is the workspace's float dtype, 'i' int32; per-layer names end in `.l`. `attention='flash'` keeps a log-sum-exp per row instead of the probabilities; 'flash-tc' keeps q, k, v as bf16 (`qkv16.l`), so the float32 rows (`qkv.0`, unless QK-norm's backward needs them) and, with bf16, o (`o.0`, which flash-tc writes as `o16.l`) are one buffer for every layer; `precision='bf16'`: GEMM inputs stored as bf16 bits (kind 'h', uint16) and a bf16 copy of the weights (`w16`). `recompute` 'off' (the default): the RMSNorm outputs and the SwiGLU output, the GEMM inputs `a`, `b`, `m`, are one buffer each for all layers (`a.0`, `b.0`, `m.0`; the backward recomputes them from `x.l`, `h.l` and `gu.l`, an elementwise pass each), and the loss writes `dlogits` over `logits` (no `dlogits` buffer); 'keep': every activation per layer and a separate `dlogits` (nothing recomputed: the reference); 'block' (or True): one set of block activations for all layers (only `x.l` per layer); 'mlp': also one gate|up (`gu.0`) for all layers."
     if attention not in ATTENTION: raise ValueError(f"attention must be one of {ATTENTION}, got {attention!r}")
     if precision not in PRECISIONS: raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     g = "h" if precision == "bf16" else "f"                            # GEMM inputs: bf16 bits, or the float dtype
@@ -135,9 +135,11 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
     s = {"ids": ((N,), "i"), "targets": ((N,), "i"), "loss_mask": ((N,), "f"), "pos": ((N,), "i"), "seg": ((B, T), "i")}
     for l in range(L + 1): s[f"x.{l}"] = ((N, d), "f")              # residual stream entering layer l (x.L: the last)
     mode = recompute_mode(recompute) if training else "off"
+    shared = {"keep": (), "mlp": ("a", "b", "gu", "m")}.get(mode, ("a", "b", "m"))   # one for all layers: the backward recomputes them
     for l in range(1 if mode == "block" else L):                 # --recompute block: layer 0's set serves every layer
-        s.update({f"a.{l}": ((N, d), g), f"r1.{l}": ((N,), "f"), f"h.{l}": ((N, d), "f"), f"b.{l}": ((N, d), g), f"r2.{l}": ((N,), "f")})
-        if l == 0 or mode != "mlp": s.update({f"gu.{l}": ((2, N, F), "f"), f"m.{l}": ((N, F), g)})   # --recompute mlp: one for all
+        per = {f"a.{l}": ((N, d), g), f"r1.{l}": ((N,), "f"), f"h.{l}": ((N, d), "f"), f"b.{l}": ((N, d), g), f"r2.{l}": ((N,), "f"),
+               f"gu.{l}": ((2, N, F), "f"), f"m.{l}": ((N, F), g)}
+        s.update({k: sh for k, sh in per.items() if l == 0 or k.split(".")[0] not in shared})
         if l == 0 or not one_qkv: s[f"qkv.{l}"] = ((3, N, d), "f")
         if l == 0 or not one_o: s[f"o.{l}"] = ((N, d), "f")
         if tc: s[f"qkv16.{l}"] = ((3, N, d), "h")                   # RoPE'd q, k and v as bf16 (mint.flash_tc.rope_bf16)
@@ -150,7 +152,8 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
         s.update({"w16": ((n_params(cfg),), "h"), "n32": ((N, d), "f"), "m32": ((N, F), "f"), "hf16": ((N, d), "h")})
         if training: s["dy16"] = ((N * max(V, 3 * d, 2 * F),), "h")
     if training:
-        s.update({"dlogits": ((N, V), "f"), "loss": ((1,), "f"), "ce_scratch": ((N + 1,), "f"),
+        if mode == "keep": s["dlogits"] = ((N, V), "f")         # else the loss kernel writes dlogits over the logits
+        s.update({"loss": ((1,), "f"), "ce_scratch": ((N + 1,), "f"),
                   "dx": ((N, d), "f"), "dn": ((N, d), "f"), "dh": ((N, d), "f"), "do": ((N, d), "f"),
                   "dm": ((N, F), "f"), "dscores": ((B, H, T) if attention != "unfused" else (B, H, T, T), "f")})   # flash: D = rowsum(dO·O)
         if not tc: s["dgu"] = ((2, N, F), "f")                    # flash-tc: the gradients land in the rows (gu_rows, qkv_rows)
@@ -159,10 +162,10 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
     return s
 
 # %% ../nbs/12_model.ipynb #308c0453
-RECOMPUTE = ("off", "block", "mlp")            # what the backward recomputes (chapter 27); True means "block"
+RECOMPUTE = ("off", "block", "mlp", "keep")    # what the backward recomputes (chapter 27); True means "block"
 
 def recompute_mode(recompute) -> str:
-    "'off', 'block' or 'mlp' from a `recompute` setting (False/None: 'off', True: 'block'); ValueError naming the choices otherwise."
+    "'off', 'block', 'mlp' or 'keep' from a `recompute` setting (False/None: 'off', True: 'block'); ValueError naming the choices otherwise."
     mode = "block" if recompute is True else "off" if recompute is False or recompute is None else recompute
     if mode not in RECOMPUTE: raise ValueError(f"recompute must be one of {RECOMPUTE} (or True/False), got {recompute!r}")
     return mode
@@ -170,7 +173,7 @@ def recompute_mode(recompute) -> str:
 # %% ../nbs/12_model.ipynb #918ae075
 def workspace_bytes(cfg: ModelConfig, batch_size: int, seq_len: int, dtype=np.float32, training: bool = True,
                     attention: str = "unfused", precision: str = "fp32", recompute: bool = False) -> int:
-    "Bytes of the workspace (`workspace_shapes`) — parameters, gradients and Adam moments not included."
+    "Bytes of the workspace (`workspace_shapes`: what `recompute` keeps per layer and what it shares) — parameters, gradients and Adam moments not included."
     size = {"f": np.dtype(dtype).itemsize, "i": 4, "h": 2}
     return sum(math.prod(s) * size[k] for s, k in workspace_shapes(cfg, batch_size, seq_len, training, attention, precision, recompute).values())
 
@@ -204,15 +207,15 @@ def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int, direct: bool
     N, d, H, hd = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim
     x, out, l = w[f"x.{l}"], w[f"x.{l + 1}"], l if f"r1.{l}" in w else 0    # --recompute: layer 0's buffers, own x
     qkv, gu, o = w.get(f"qkv.{l}", w["qkv.0"]), w.get(f"gu.{l}", w["gu.0"]), w.get(f"o.{l}", w["o.0"])
-    m = w.get(f"m.{l}", w["m.0"])                                  # --recompute mlp: gu.0 and m.0 serve every layer
+    a, b, m = (w.get(f"{n}.{l}", w[f"{n}.0"]) for n in "abm")    # a.0, b.0, m.0 serve every layer (unless recompute 'keep')
     qk = w[f"qkn.{l}"] if cfg.qk_norm else qkv                     # where attention reads q and k (RoPE'd in place)
     bf = "w16" in w                                                # bf16: a, b, m are fp32 scratch, rounded into a16, b16, m16
-    A = SimpleNamespace(x=x, out=out, a=w["n32"] if bf else w[f"a.{l}"], r1=w[f"r1.{l}"], qkv=qkv,
+    A = SimpleNamespace(x=x, out=out, a=w["n32"] if bf else a, r1=w[f"r1.{l}"], qkv=qkv,
                         q=qk[0].reshape(B, T, H, hd), k=qk[1].reshape(B, T, H, hd), v=qkv[2].reshape(B, T, H, hd),
                         q3=qk[0].reshape(N, H, hd), k3=qk[1].reshape(N, H, hd),
                         v3=qkv[2].reshape(N, H, hd), probs=w.get(f"probs.{l}"), lse=w.get(f"lse.{l}"), o=o, o4=o.reshape(B, T, H, hd),
-                        h=w[f"h.{l}"], b=w["n32"] if bf else w[f"b.{l}"], r2=w[f"r2.{l}"], gu=gu, gate=gu[0], up=gu[1],
-                        m=w["m32"] if bf else m, a16=w[f"a.{l}"] if bf else None, b16=w[f"b.{l}"] if bf else None,
+                        h=w[f"h.{l}"], b=w["n32"] if bf else b, r2=w[f"r2.{l}"], gu=gu, gate=gu[0], up=gu[1],
+                        m=w["m32"] if bf else m, a16=a if bf else None, b16=b if bf else None,
                         m16=m if bf else None, o16=w.get(f"o16.{l}"), qkv16=w.get(f"qkv16.{l}"))
     if A.qkv16 is not None:                                        # flash-tc: its bf16 operands (and bf16 o)
         A.qkv16 = A.qkv16.reshape(3, N, H, hd)
@@ -242,7 +245,7 @@ def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attenti
                         recompute=recompute_mode(recompute) if training else "off", w16=w.get("w16"), W16=views(w["w16"], cfg) if "w16" in w else None,
                         hf16=w.get("hf16"), dy16=w.get("dy16"))
     if training:
-        v.__dict__.update(dlogits=w["dlogits"], loss=w["loss"], ce_scratch=w["ce_scratch"],
+        v.__dict__.update(dlogits=w.get("dlogits", w["logits"]), loss=w["loss"], ce_scratch=w["ce_scratch"],
                           dx=w["dx"], dn=w["dn"], dh=w["dh"], do=w["do"], do4=w["do"].reshape(B, T, H, hd),
                           dm=w["dm"], dscores=w["dscores"], dgu=w.get("dgu"), dqkv=w.get("dqkv"))
         if v.dgu is not None: v.dgate, v.dup = v.dgu[0], v.dgu[1]      # else (flash-tc) views of gu_rows, below
@@ -262,7 +265,7 @@ def _host_upload(name: str, dst, src: np.ndarray, stream=None) -> None:
     np.copyto(dst, src.reshape(dst.shape), casting="same_kind")
 
 class Workspace:
-    "Every activation and scratch buffer of one step for batches up to `batch_size × seq_len`, allocated once: NumPy `dtype` arrays, or device arrays through `alloc(n, dtype)` and `upload(name, dst, src)`; `attention` 'unfused' or 'flash'; `precision` 'fp32' or 'bf16' (bf16 GEMMs); `recompute`: keep only each block's input, recompute the block in the backward; `direct`: attention and SwiGLU read q, k, v and gate, up where the GEMMs wrote them (strided views, no swap01 copies; always with 'flash-tc')."
+    "Every activation and scratch buffer of one step for batches up to `batch_size × seq_len`, allocated once: NumPy `dtype` arrays, or device arrays through `alloc(n, dtype)` and `upload(name, dst, src)`; `attention` 'unfused' or 'flash'; `precision` 'fp32' or 'bf16' (bf16 GEMMs); `recompute` (`workspace_shapes`): what is kept per layer and what the backward recomputes; `direct`: attention and SwiGLU read q, k, v and gate, up where the GEMMs wrote them (strided views, no swap01 copies; always with 'flash-tc')."
     def __init__(self, cfg: ModelConfig, batch_size: int, seq_len: int, dtype=np.float32, training: bool = True,
                  alloc=None, upload=None, attention: str = "unfused", precision: str = "fp32", recompute: bool = False,
                  direct: bool = False):
@@ -474,7 +477,7 @@ def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: i
     _linear(m, A.m16, L.down_w, getattr(Q, "down_w", None), L.down_b, A.out, A.h)   # x' = h + m·Wdᵀ (+ b)
 
 def mlp_in(L, A, v, Q, b):
-    "The MLP up to the down projection: gate | up = b·Wguᵀ (+ b) into `A.gu`, m = swish(gate)·up into `A.m` (and its bf16 copy); `b` None: its bf16 copy `A.b16` holds it (recomputing with bf16 GEMMs). Returns m."
+    "The MLP up to the down projection: gate | up = b·Wguᵀ (+ b) into `A.gu`, m = swish(gate)·up into `A.m` (and its bf16 copy); `b` None: its bf16 copy `A.b16` holds it (bf16 GEMMs). Returns m."
     _linear(b, A.b16, L.gu_w, getattr(Q, "gu_w", None), L.gu_b, A.gu_rows if v.direct_gu else v.gu_rows)  # [N,2F] = b·Wguᵀ (+ b)
     if not v.direct_gu: swap01(v.gu_rows3, A.gu)                                  # (2,N,F): gate | up
     return _swiglu(A.gate, A.up, A.m, A.m16)                                   # m = swish(gate)·up  [N,F]
@@ -492,7 +495,7 @@ def forward(W, cfg: ModelConfig, v, kv: KVCache | None = None):
     return v.logits
 
 def loss_forward(W, cfg: ModelConfig, v):
-    "Forward + masked cross-entropy (§5.8): the mean loss in nats/token (a float for NumPy, the device `(1,)` array `v.loss` otherwise); `v.dlogits` gets its gradient."
+    "Forward + masked cross-entropy (§5.8): the mean loss in nats/token (a float for NumPy, the device `(1,)` array `v.loss` otherwise); `v.dlogits` gets its gradient (written over `v.logits` unless recompute 'keep': nothing reads the logits again)."
     forward(W, cfg, v)
     loss, _ = cross_entropy(v.logits, v.targets, v.loss_mask, dlogits=v.dlogits, loss_out=v.loss, scratch=v.ce_scratch)
     return loss
@@ -529,16 +532,24 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig, layer: int = 0) -> None:
     _linear_back(v, v.qkv_rows, A.a, A.a16, L.qkv_w, getattr(Q, "qkv_w", None), v.dn, GL.qkv_w, GL.qkv_b, cfg.attention_bias)
     rmsnorm_backward(v.dn, A.x, L.ln1, A.r1, dx=v.dx, dg=GL.ln1, residual=v.dh)   # dx for the layer below: dh + J_Attnᵀ dh
 
+# %% ../nbs/12_model.ipynb #c3d1a9e2
+def recompute_layer(L, A, v, cfg: ModelConfig, layer: int) -> None:
+    "Rebuild what block `layer`'s backward reads and the workspace keeps once for all layers, by the forward's own calls on what is stored: recompute 'off' a = RMSNorm₁(x), b = RMSNorm₂(h) and m = swish(gate)·up from the stored gate | up; 'mlp' a, b, then gate | up and m from b; 'block' the whole block but the down projection; 'keep' nothing."
+    if v.recompute == "keep": return
+    if v.recompute == "block": return layer_forward(L, A, v, cfg, layer=layer, full=False)   # rebuild block l from x.l
+    _norm(A.x, L.ln1, cfg.rms_eps, A.a, A.a16, A.r1)                           # a (rstd rewritten with its own bits)
+    b = _norm(A.h, L.ln2, cfg.rms_eps, A.b, A.b16, A.r2)                       # b
+    if v.recompute == "mlp": mlp_in(L, A, v, _w16(v, layer), b)                # gate | up, m from b
+    else: _swiglu(A.gate, A.up, A.m, A.m16)                                    # m from the stored gate | up
+
 # %% ../nbs/12_model.ipynb #c11e7114
 def backward(W, G, cfg: ModelConfig, v) -> None:
-    "Fill the gradient views `G` (same layout as `W`) from `v.dlogits` and the activations the forward left in `v`."
+    "Fill the gradient views `G` (same layout as `W`) from `v.dlogits` and the activations the forward left in `v` (what a layer's backward needs and the workspace keeps once for all layers is rebuilt first: `recompute_layer`)."
     _linear_back(v, v.dlogits, v.hf, v.hf16, W.lm_w, getattr(v.W16, "lm_w", None), v.dn, G.lm_w, G.lm_b, cfg.lm_head_bias)
     rmsnorm_backward(v.dn, v.x[-1], W.norm, v.rf, dx=v.dx, dg=G.norm)         # dx: the gradient of the stream
     for l in reversed(range(cfg.n_layers)):
         L, A = W.layers[l], v.layers[l]
-        if l < cfg.n_layers - 1:                                               # the last block's are still there
-            if v.recompute == "block": layer_forward(L, A, v, cfg, layer=l, full=False)   # rebuild block l from x.l
-            elif v.recompute == "mlp": mlp_in(L, A, v, _w16(v, l), None if v.W16 is not None else A.b)   # gate | up, m from b
+        if l < cfg.n_layers - 1: recompute_layer(L, A, v, cfg, l)             # the last block's are still there
         layer_backward(L, G.layers[l], A, v, cfg, l)
     embedding_backward(v.ids, v.dx, G.embed, check_ids=False)                  # zeroes G.embed, scatter-adds
 

@@ -58,31 +58,36 @@ def test_bf16_step_close_to_fp32(arch):
 @pytest.mark.parametrize("arch", ["report", "llama", "qwen3"])
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 @pytest.mark.parametrize("attention", ["unfused", "flash"])
-@pytest.mark.parametrize("mode", [True, "mlp"])
+@pytest.mark.parametrize("mode", [False, True, "mlp"])
 def test_recompute_gradients_bit_identical(arch, precision, attention, mode):
+    "Every mode, the default (False: a, b, m recomputed, dlogits over the logits) too, gives the bits of keeping everything."
     cfg = preset("tiny", 47, arch=arch, n_layers=3)
     b = _batch(cfg, 2, 12, packed=attention == "flash")
-    (l0, g0), (l1, g1) = (_grads(cfg, b, precision=precision, attention=attention, recompute=rc) for rc in (False, mode))
+    (l0, g0), (l1, g1) = (_grads(cfg, b, precision=precision, attention=attention, recompute=rc) for rc in ("keep", mode))
     assert l0 == l1 and np.array_equal(g0.view(np.uint32), g1.view(np.uint32))
 
 
 @pytest.mark.parametrize("arch", ["report", "qwen3"])
 def test_recompute_bit_identical_with_flash_tc(arch):
-    "flash-tc (the GEMMs' rows read in place, bf16 q, k, v): both modes give the bits of the run without recompute."
+    "flash-tc (the GEMMs' rows read in place, bf16 q, k, v): every mode gives the bits of the run that keeps everything."
     cfg = preset("tiny", 47, arch=arch, n_layers=3)
     b = _batch(cfg, 2, 16)
-    (l0, g0), *rest = (_grads(cfg, b, precision="bf16", attention="flash-tc", recompute=rc) for rc in (False, "block", "mlp"))
+    (l0, g0), *rest = (_grads(cfg, b, precision="bf16", attention="flash-tc", recompute=rc) for rc in ("keep", False, "block", "mlp"))
     for l1, g1 in rest: assert l0 == l1 and np.array_equal(g0.view(np.uint32), g1.view(np.uint32))
 
 def test_recompute_modes_keep_what_they_say():
     from mint.model import workspace_shapes
     cfg = ModelConfig(vocab_size=4130, d_model=768, n_heads=12, n_layers=12, max_seq_len=512)
-    kept = {m: {k for k in workspace_shapes(cfg, 32, 512, attention="flash-tc", precision="bf16", recompute=m) if k.endswith(".5")}
-            for m in ("off", "block", "mlp")}
+    shapes = {m: workspace_shapes(cfg, 32, 512, attention="flash-tc", precision="bf16", recompute=m) for m in ("keep", "off", "block", "mlp")}
+    kept = {m: {k for k in s if k.endswith(".5")} for m, s in shapes.items()}
     assert kept["block"] == {"x.5"}
-    assert kept["off"] - kept["mlp"] == {"gu.5", "m.5"}                 # mlp: only gate|up and m are shared by the layers
-    off, block, mlp = (workspace_bytes(cfg, 32, 512, attention="flash-tc", precision="bf16", recompute=m) for m in ("off", "block", "mlp"))
-    assert block < mlp < off and off - mlp == 11 * 32 * 512 * (2 * 4 * cfg.d_ff + 2 * cfg.d_ff)   # fp32 gate|up, bf16 m, 11 layers
+    assert kept["keep"] - kept["off"] == {"a.5", "b.5", "m.5"}          # the default: the elementwise outputs are shared
+    assert kept["off"] - kept["mlp"] == {"gu.5"}                         # mlp: also gate|up
+    assert "dlogits" in shapes["keep"] and not any("dlogits" in s for m, s in shapes.items() if m != "keep")
+    keep, off, block, mlp = (workspace_bytes(cfg, 32, 512, attention="flash-tc", precision="bf16", recompute=m) for m in shapes)
+    N, L1 = 32 * 512, 11                                                 # 11 layers share layer 0's buffers
+    assert keep - off == L1 * N * 2 * (2 * cfg.d_model + cfg.d_ff) + N * cfg.vocab_size * 4   # bf16 a, b, m; fp32 dlogits
+    assert block < mlp < off and off - mlp == L1 * N * 2 * 4 * cfg.d_ff                      # fp32 gate|up
     for bad in ("all", 2):
         with pytest.raises(ValueError, match="recompute must be one of"):
             workspace_bytes(cfg, 1, 8, recompute=bad)
@@ -90,8 +95,8 @@ def test_recompute_modes_keep_what_they_say():
 
 def test_memory_shrinks_and_training_matches():
     cfg = ModelConfig(vocab_size=4130, d_model=1024, n_heads=32, n_layers=18, max_seq_len=512)
-    full, bf, rc = (workspace_bytes(cfg, 32, 512, attention="flash", **kw)
-                    for kw in ({}, dict(precision="bf16"), dict(recompute=True)))
+    full, bf, rc = (workspace_bytes(cfg, 32, 512, **kw) for kw in (dict(attention="flash"), dict(attention="flash-tc", precision="bf16"),
+                                                                  dict(attention="flash", recompute=True)))
     assert bf < full and rc < full / 3
     cfg = preset("tiny", 40, n_layers=2)
     batches = [_batch(cfg, 2, 16, seed=s) for s in range(3)]
@@ -148,3 +153,22 @@ def test_bench_scale_runs_on_the_cpu(tmp_path):
     assert doc["complete"] and not list(tmp_path.glob("*.tmp"))     # rewritten after every path; complete at the end
     assert set(res) == {"mint fp32", "mint bf16", "torch fp32"} and all(v["loss_check"] for v in res.values())
     assert "| tiny |" in r.stdout and "Mint bf16 (NumPy emulation)" in r.stdout
+
+
+@pytest.mark.slow                                                   # about a minute a step in the simulator; chapter 27 runs the same check
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_default_recompute_bit_identical_on_device(precision):
+    "Device arrays (the simulator without a GPU): the default workspace (a, b, m recomputed, dlogits over the logits) gives the loss and the non-embedding gradient bits of the one that keeps everything (the embedding's adds are atomics, in any order)."
+    from numba import cuda
+    from mint.model import views, loss_forward, backward
+    from mint.gpu_train import device_workspace
+    cfg = ModelConfig(vocab_size=20, d_model=8, n_heads=2, n_layers=2, max_seq_len=8)
+    p, b = init_params(cfg, seed=0), _batch(cfg, 2, 8)
+    out = []
+    for rc in ("keep", False):
+        v = device_workspace(cfg, 2, 8, precision=precision, recompute=rc).load_batch(b)
+        d_p, d_g = cuda.to_device(p), cuda.to_device(np.zeros_like(p))
+        loss = loss_forward(views(d_p, cfg), cfg, v)
+        backward(views(d_p, cfg), views(d_g, cfg), cfg, v)
+        out.append((float(loss.copy_to_host()[0]), np.delete(d_g.copy_to_host(), np.s_[:20 * 8]).view(np.uint32)))
+    assert out[0][0] == out[1][0] and np.array_equal(out[0][1], out[1][1])
