@@ -20,7 +20,7 @@ from .attention import attention_forward, attention_backward
 from .flash_attention import attention_cached, cache_write, cache_write_rows, attention_rows, flash_attention_forward, flash_attention_backward
 from .flash_tc import flash_tc_forward, flash_tc_backward, rope_bf16
 from .loss import cross_entropy
-from .precision import PRECISIONS, to_bf16, linear_bf16, linear_backward_bf16, rmsnorm_forward_bf16, swiglu_forward_bf16, swiglu_backward_bf16
+from .precision import PRECISIONS, to_bf16, linear_bf16, linear_backward_bf16, rmsnorm_forward_bf16, swiglu_round_forward_bf16, swiglu_forward_from_bf16, swiglu_backward_from_bf16
 
 # %% auto #0
 __all__ = ['ATTENTION', 'RECOMPUTE', 'INT32_MAX', 'param_specs', 'param_offsets', 'n_params', 'n_params_formula', 'views',
@@ -125,7 +125,7 @@ ATTENTION = ("unfused", "flash", "flash-tc")   # flash-tc: the bf16 tensor-core 
 
 def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: bool = True,
                      attention: str = "unfused", precision: str = "fp32", recompute: bool = False) -> dict[str, tuple[tuple, str]]:
-    "`name -> (shape, kind)` of every buffer of one step for `batch_size × seq_len` tokens; kind 'f' is the workspace's float dtype, 'i' int32; per-layer names end in `.l`. `attention='flash'` keeps a log-sum-exp per row instead of the probabilities; 'flash-tc' keeps q, k, v as bf16 (`qkv16.l`), so the float32 rows (`qkv.0`, unless QK-norm's backward needs them) and, with bf16, o (`o.0`, which flash-tc writes as `o16.l`) are one buffer for every layer; `precision='bf16'`: GEMM inputs stored as bf16 bits (kind 'h', uint16) and a bf16 copy of the weights (`w16`). `recompute` 'off' (the default): the RMSNorm outputs and the SwiGLU output, the GEMM inputs `a`, `b`, `m`, are one buffer each for all layers (`a.0`, `b.0`, `m.0`; the backward recomputes them from `x.l`, `h.l` and `gu.l`, an elementwise pass each), and the loss writes `dlogits` over `logits` (no `dlogits` buffer); 'keep': every activation per layer and a separate `dlogits` (nothing recomputed: the reference); 'block' (or True): one set of block activations for all layers (only `x.l` per layer); 'mlp': also one gate|up (`gu.0`) for all layers."
+    "`name -> (shape, kind)` of every buffer of one step for `batch_size × seq_len` tokens; kind 'f' is the workspace's float dtype, 'i' int32; per-layer names end in `.l`. `attention='flash'` keeps a log-sum-exp per row instead of the probabilities; 'flash-tc' keeps q, k, v as bf16 (`qkv16.l`), so the float32 rows (`qkv.0`, unless QK-norm's backward needs them) and, with bf16, o (`o.0`, which flash-tc writes as `o16.l`) are one buffer for every layer; `precision='bf16'`: GEMM inputs stored as bf16 bits (kind 'h', uint16), a bf16 copy of the weights (`w16`), and gate | up kept as bf16 (`gu16.l`, [N, 2F]: rounded by SwiGLU's forward, as PyTorch autocast's linear output is; the GEMM's float32 rows are the one `gu_rows` scratch). `recompute` 'off' (the default): the RMSNorm outputs and the SwiGLU output, the GEMM inputs `a`, `b`, `m`, are one buffer each for all layers (`a.0`, `b.0`, `m.0`; the backward recomputes them from `x.l`, `h.l` and `gu.l` (bf16: `gu16.l`), an elementwise pass each), and the loss writes `dlogits` over `logits` (no `dlogits` buffer); 'keep': every activation per layer and a separate `dlogits` (nothing recomputed: the reference); 'block' (or True): one set of block activations for all layers (only `x.l` per layer); 'mlp': also one gate|up (`gu.0`, bf16 `gu16.0`) for all layers."
     if attention not in ATTENTION: raise ValueError(f"attention must be one of {ATTENTION}, got {attention!r}")
     if precision not in PRECISIONS: raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     g = "h" if precision == "bf16" else "f"                            # GEMM inputs: bf16 bits, or the float dtype
@@ -135,10 +135,11 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
     s = {"ids": ((N,), "i"), "targets": ((N,), "i"), "loss_mask": ((N,), "f"), "pos": ((N,), "i"), "seg": ((B, T), "i")}
     for l in range(L + 1): s[f"x.{l}"] = ((N, d), "f")              # residual stream entering layer l (x.L: the last)
     mode = recompute_mode(recompute) if training else "off"
-    shared = {"keep": (), "mlp": ("a", "b", "gu", "m")}.get(mode, ("a", "b", "m"))   # one for all layers: the backward recomputes them
+    shared = {"keep": (), "mlp": ("a", "b", "gu", "gu16", "m")}.get(mode, ("a", "b", "m"))   # one for all layers: the backward recomputes them
     for l in range(1 if mode == "block" else L):                 # --recompute block: layer 0's set serves every layer
+        gu = {f"gu16.{l}": ((N, 2 * F), "h")} if g == "h" else {f"gu.{l}": ((2, N, F), "f")}   # bf16: gate | up as autocast keeps them
         per = {f"a.{l}": ((N, d), g), f"r1.{l}": ((N,), "f"), f"h.{l}": ((N, d), "f"), f"b.{l}": ((N, d), g), f"r2.{l}": ((N,), "f"),
-               f"gu.{l}": ((2, N, F), "f"), f"m.{l}": ((N, F), g)}
+               **gu, f"m.{l}": ((N, F), g)}
         s.update({k: sh for k, sh in per.items() if l == 0 or k.split(".")[0] not in shared})
         if l == 0 or not one_qkv: s[f"qkv.{l}"] = ((3, N, d), "f")
         if l == 0 or not one_o: s[f"o.{l}"] = ((N, d), "f")
@@ -148,8 +149,8 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
         if cfg.qk_norm: s.update({f"qkn.{l}": ((2, N, d), "f"), f"rqk.{l}": ((2, N * H), "f")})
     s.update({"hf": ((N, d), "f"), "rf": ((N,), "f"), "logits": ((N, V), "f"),
               "qkv_rows": ((N, 3 * d), "f"), "gu_rows": ((N, 2 * F), "f")})   # fused-GEMM outputs / joined gradients
-    if g == "h":   # bf16: the weights' copy, fp32 scratch for RMSNorm/SwiGLU outputs (the NumPy path; kernels store bf16), hf's copy, dy's
-        s.update({"w16": ((n_params(cfg),), "h"), "n32": ((N, d), "f"), "m32": ((N, F), "f"), "hf16": ((N, d), "h")})
+    if g == "h":   # bf16: the weights' copy, hf's copy, dy's (the NumPy path's float32 scratch `n32` is the Workspace's, on the host only)
+        s.update({"w16": ((n_params(cfg),), "h"), "hf16": ((N, d), "h")})
         if training: s["dy16"] = ((N * max(V, 3 * d, 2 * F),), "h")
     if training:
         if mode == "keep": s["dlogits"] = ((N, V), "f")         # else the loss kernel writes dlogits over the logits
@@ -191,9 +192,9 @@ def check_int32(cfg: ModelConfig, batch_size: int, seq_len: int) -> None:
 
 # %% ../nbs/12_model.ipynb #f79cea57
 def _direct_views(A, qkv, gu, cfg: ModelConfig, B: int, T: int, grads: bool = False) -> None:
-    "Without the glue (attention 'flash-tc'): the fused GEMMs' rows [N, 2F] (and [N, 3d] unless QK-norm, whose rows need q, k contiguous) hold gate, up (q, k, v) as strided views, so no swap01 runs. Layer views: this layer's own buffers hold the rows; grads: the step's gu_rows and qkv_rows scratch receive the gradients."
+    "Without the glue (attention 'flash-tc'): the fused GEMMs' rows [N, 2F] (and [N, 3d] unless QK-norm, whose rows need q, k contiguous) hold gate, up (q, k, v) as strided views, so no swap01 runs. Layer views: this layer's own buffers hold the rows (bf16, `gu` None: the step's gu_rows, already in `A`); grads: the step's gu_rows and qkv_rows scratch receive the gradients."
     N, d, H, hd, F = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.d_ff
-    gu_rows, qkv_rows = (A.gu_rows, A.qkv_rows) if grads else (gu.reshape(N, 2 * F), qkv.reshape(N, 3 * d))
+    gu_rows, qkv_rows = (A.gu_rows, A.qkv_rows) if grads else (A.gu_rows if gu is None else gu.reshape(N, 2 * F), qkv.reshape(N, 3 * d))
     g3 = gu_rows.reshape(N, 2, F)
     if grads: A.dgate, A.dup = g3[:, 0], g3[:, 1]
     else: A.gu_rows, A.gate, A.up = gu_rows, g3[:, 0], g3[:, 1]
@@ -206,16 +207,19 @@ def _direct_views(A, qkv, gu, cfg: ModelConfig, B: int, T: int, grads: bool = Fa
 def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int, direct: bool = False) -> SimpleNamespace:
     N, d, H, hd = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim
     x, out, l = w[f"x.{l}"], w[f"x.{l + 1}"], l if f"r1.{l}" in w else 0    # --recompute: layer 0's buffers, own x
-    qkv, gu, o = w.get(f"qkv.{l}", w["qkv.0"]), w.get(f"gu.{l}", w["gu.0"]), w.get(f"o.{l}", w["o.0"])
+    qkv, o = w.get(f"qkv.{l}", w["qkv.0"]), w.get(f"o.{l}", w["o.0"])
+    gu, gu16 = w.get(f"gu.{l}", w.get("gu.0")), w.get(f"gu16.{l}", w.get("gu16.0"))   # fp32 gate | up (2,N,F), or bf16's kept copy [N,2F]
     a, b, m = (w.get(f"{n}.{l}", w[f"{n}.0"]) for n in "abm")    # a.0, b.0, m.0 serve every layer (unless recompute 'keep')
     qk = w[f"qkn.{l}"] if cfg.qk_norm else qkv                     # where attention reads q and k (RoPE'd in place)
-    bf = "w16" in w                                                # bf16: a, b, m are fp32 scratch, rounded into a16, b16, m16
-    A = SimpleNamespace(x=x, out=out, a=w["n32"] if bf else a, r1=w[f"r1.{l}"], qkv=qkv,
+    bf = "w16" in w                                                # bf16: a, b in the host's fp32 scratch (n32), rounded into a16, b16; m only as m16
+    g3 = w["gu_rows"].reshape(N, 2, cfg.d_ff)                     # bf16: the GEMM's fp32 rows, one scratch for all layers, read in place
+    gate, up = (g3[:, 0], g3[:, 1]) if bf else (gu[0], gu[1])
+    A = SimpleNamespace(x=x, out=out, a=w.get("n32") if bf else a, r1=w[f"r1.{l}"], qkv=qkv,
                         q=qk[0].reshape(B, T, H, hd), k=qk[1].reshape(B, T, H, hd), v=qkv[2].reshape(B, T, H, hd),
                         q3=qk[0].reshape(N, H, hd), k3=qk[1].reshape(N, H, hd),
                         v3=qkv[2].reshape(N, H, hd), probs=w.get(f"probs.{l}"), lse=w.get(f"lse.{l}"), o=o, o4=o.reshape(B, T, H, hd),
-                        h=w[f"h.{l}"], b=w["n32"] if bf else b, r2=w[f"r2.{l}"], gu=gu, gate=gu[0], up=gu[1],
-                        m=w["m32"] if bf else m, a16=a if bf else None, b16=b if bf else None,
+                        h=w[f"h.{l}"], b=w.get("n32") if bf else b, r2=w[f"r2.{l}"], gu=None if bf else gu, gate=gate, up=up,
+                        m=None if bf else m, a16=a if bf else None, b16=b if bf else None, gu16=gu16,
                         m16=m if bf else None, o16=w.get(f"o16.{l}"), qkv16=w.get(f"qkv16.{l}"))
     if A.qkv16 is not None:                                        # flash-tc: its bf16 operands (and bf16 o)
         A.qkv16 = A.qkv16.reshape(3, N, H, hd)
@@ -225,7 +229,8 @@ def _layer_views(w: dict, cfg: ModelConfig, l: int, B: int, T: int, direct: bool
         rqk = w[f"rqk.{l}"]
         A.q_pre, A.k_pre = qkv[0].reshape(N * H, hd), qkv[1].reshape(N * H, hd)
         A.q_rows, A.k_rows, A.rq, A.rk = qk[0].reshape(N * H, hd), qk[1].reshape(N * H, hd), rqk[0], rqk[1]
-    if direct: _direct_views(A, qkv, gu, cfg, B, T)
+    if bf: A.gu_rows = w["gu_rows"]
+    if direct: _direct_views(A, qkv, A.gu, cfg, B, T)
     return A
 
 # %% ../nbs/12_model.ipynb #c15ae1f5
@@ -234,9 +239,10 @@ def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attenti
     "Named, shaped views (prefixes of the flat buffers) for a B × T batch."
     w = {k: bufs[k][:math.prod(s)].reshape(s) for k, (s, _) in workspace_shapes(cfg, B, T, training, attention, precision, recompute).items()}
     N, d, H, hd, F = B * T, cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.d_ff
+    if "n32" in bufs: w["n32"] = bufs["n32"][:N * d].reshape(N, d)   # the host's fp32 scratch (bf16 on NumPy)
     tc = attention == "flash-tc"
     direct = direct or tc                     # the GEMMs' layouts straight into attention and SwiGLU: no swap01
-    v = SimpleNamespace(B=B, T=T, N=N, use_seg=False, flash=attention != "unfused", tc=tc, direct_gu=direct,
+    v = SimpleNamespace(B=B, T=T, N=N, use_seg=False, flash=attention != "unfused", tc=tc, direct_gu=direct or precision == "bf16",
                         direct_qkv=direct and not cfg.qk_norm, ids=w["ids"], targets=w["targets"], loss_mask=w["loss_mask"],
                         pos=w["pos"], seg=w["seg"], x=[w[f"x.{l}"] for l in range(cfg.n_layers + 1)],
                         layers=[_layer_views(w, cfg, l, B, T, direct) for l in range(cfg.n_layers)],
@@ -280,7 +286,9 @@ class Workspace:
         shapes = workspace_shapes(cfg, batch_size, seq_len, training, attention, precision, recompute)
         kinds = {"f": self.dtype, "i": np.int32, "h": np.uint16}
         self.bufs = {k: alloc(math.prod(s), kinds[kind]) for k, (s, kind) in shapes.items()}
-        self.nbytes = workspace_bytes(cfg, batch_size, seq_len, self.dtype, training, attention, precision, recompute)
+        if precision == "bf16" and not on_device(self.bufs["x.0"]):   # NumPy: RMSNorm's fp32 output before rounding (kernels round in registers)
+            self.bufs["n32"] = np.zeros(batch_size * seq_len * cfg.d_model, np.float32)
+        self.nbytes = workspace_bytes(cfg, batch_size, seq_len, self.dtype, training, attention, precision, recompute) + (self.bufs["n32"].nbytes if "n32" in self.bufs else 0)
         self._views, self.loads = {}, 0      # loads: batches loaded so far (one staged ahead is still there if none came after)
 
     def views(self, B: int, T: int) -> SimpleNamespace:
@@ -437,10 +445,10 @@ def _norm(x, g, eps, out, out16, rstd):
     if out16 is None: return rmsnorm_forward(x, g, eps, out=out, rstd=rstd)[0]
     rmsnorm_forward_bf16(x, g, eps, out16, rstd, tmp=out)
 
-def _swiglu(gate, up, out, out16):
-    "swish(gate)·up into `out`, or with bf16 GEMMs (`out16` given) into its bf16 copy only; returns what `_linear` takes as x."
-    if out16 is None: return swiglu_forward(gate, up, out=out)
-    swiglu_forward_bf16(gate, up, out16, tmp=out)
+def _swiglu(A, tmp):
+    "m = swish(gate)·up into `A.m`; with bf16 GEMMs (`A.m16`) gate and up are first rounded into their kept bf16 copy `A.gu16` (as autocast's linear output is) and m, from the rounded values, is stored as bf16 only (`tmp`: the NumPy path's [N, 2F] float32 scratch). Returns what `_linear` takes as x."
+    if A.m16 is None: return swiglu_forward(A.gate, A.up, out=A.m)
+    swiglu_round_forward_bf16(A.gate, A.up, A.gu16, A.m16, tmp=tmp)
 
 def _w16(v, l):
     "Layer `l`'s bf16 weight views (precision bf16), else None (`getattr(None, name, None)` is None)."
@@ -477,10 +485,10 @@ def layer_forward(L, A, v, cfg: ModelConfig, kv: KVCache | None = None, layer: i
     _linear(m, A.m16, L.down_w, getattr(Q, "down_w", None), L.down_b, A.out, A.h)   # x' = h + m·Wdᵀ (+ b)
 
 def mlp_in(L, A, v, Q, b):
-    "The MLP up to the down projection: gate | up = b·Wguᵀ (+ b) into `A.gu`, m = swish(gate)·up into `A.m` (and its bf16 copy); `b` None: its bf16 copy `A.b16` holds it (bf16 GEMMs). Returns m."
+    "The MLP up to the down projection: gate | up = b·Wguᵀ (+ b) into `A.gu` (bf16 GEMMs: into the gu_rows scratch, then rounded into `A.gu16`), m = swish(gate)·up into `A.m` (bf16: `A.m16` only); `b` None: its bf16 copy `A.b16` holds it (bf16 GEMMs). Returns m."
     _linear(b, A.b16, L.gu_w, getattr(Q, "gu_w", None), L.gu_b, A.gu_rows if v.direct_gu else v.gu_rows)  # [N,2F] = b·Wguᵀ (+ b)
     if not v.direct_gu: swap01(v.gu_rows3, A.gu)                                  # (2,N,F): gate | up
-    return _swiglu(A.gate, A.up, A.m, A.m16)                                   # m = swish(gate)·up  [N,F]
+    return _swiglu(A, v.gu_rows)                                                # m = swish(gate)·up  [N,F]
 
 # %% ../nbs/12_model.ipynb #600863b6
 def forward(W, cfg: ModelConfig, v, kv: KVCache | None = None):
@@ -509,9 +517,9 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig, layer: int = 0) -> None:
         swiglu_backward(v.dm, A.gate, A.up, dgate=v.dgate, dup=v.dup)          # (2,N,F)
         if not v.direct_gu: swap01(v.dgu, v.gu_rows3)                             # -> [N,2F]
         _linear_back(v, v.gu_rows, A.b, A.b16, L.gu_w, None, v.dn, GL.gu_w, GL.gu_b, cfg.mlp_bias)
-    else:                                                                      # bf16: only dgate | dup's bf16 bits (and db)
+    else:                                                                      # bf16: from the kept bf16 gate | up, only dgate | dup's bf16 bits (and db)
         dgu16 = v.dy16[:v.gu_rows.size].reshape(v.gu_rows.shape)
-        swiglu_backward_bf16(v.dm, A.gate, A.up, dgu16, GL.gu_b if cfg.mlp_bias else None, tmp=v.gu_rows)
+        swiglu_backward_from_bf16(v.dm, A.gu16, dgu16, GL.gu_b if cfg.mlp_bias else None, tmp=v.gu_rows)
         linear_backward_bf16(None, dgu16, A.b16, Q.gu_w, dx=v.dn, dw=GL.gu_w)
     rmsnorm_backward(v.dn, A.h, L.ln2, A.r2, dx=v.dh, dg=GL.ln2, residual=v.dx)   # dh = dx + J_FFNᵀ dx (copy, don't split)
     _linear_back(v, v.dh, A.o, A.o16, L.o_w, getattr(Q, "o_w", None), v.do, GL.o_w, GL.o_b, cfg.attention_bias)
@@ -534,13 +542,14 @@ def layer_backward(L, GL, A, v, cfg: ModelConfig, layer: int = 0) -> None:
 
 # %% ../nbs/12_model.ipynb #c3d1a9e2
 def recompute_layer(L, A, v, cfg: ModelConfig, layer: int) -> None:
-    "Rebuild what block `layer`'s backward reads and the workspace keeps once for all layers, by the forward's own calls on what is stored: recompute 'off' a = RMSNorm₁(x), b = RMSNorm₂(h) and m = swish(gate)·up from the stored gate | up; 'mlp' a, b, then gate | up and m from b; 'block' the whole block but the down projection; 'keep' nothing."
+    "Rebuild what block `layer`'s backward reads and the workspace keeps once for all layers, by the forward's own calls on what is stored: recompute 'off' a = RMSNorm₁(x), b = RMSNorm₂(h) and m = swish(gate)·up from the stored gate | up (bf16: the kept bf16 copy); 'mlp' a, b, then gate | up and m from b; 'block' the whole block but the down projection; 'keep' nothing."
     if v.recompute == "keep": return
     if v.recompute == "block": return layer_forward(L, A, v, cfg, layer=layer, full=False)   # rebuild block l from x.l
     _norm(A.x, L.ln1, cfg.rms_eps, A.a, A.a16, A.r1)                           # a (rstd rewritten with its own bits)
     b = _norm(A.h, L.ln2, cfg.rms_eps, A.b, A.b16, A.r2)                       # b
     if v.recompute == "mlp": mlp_in(L, A, v, _w16(v, layer), b)                # gate | up, m from b
-    else: _swiglu(A.gate, A.up, A.m, A.m16)                                    # m from the stored gate | up
+    elif A.m16 is None: _swiglu(A, None)                                       # m from the stored gate | up
+    else: swiglu_forward_from_bf16(A.gu16, A.m16, tmp=v.gu_rows)              # bf16: from the kept bf16 gate | up, as the forward did
 
 # %% ../nbs/12_model.ipynb #c11e7114
 def backward(W, G, cfg: ModelConfig, v) -> None:

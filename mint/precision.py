@@ -19,7 +19,9 @@ __all__ = ['QNAN_BF16', 'PRECISIONS', 'round_bits_ref', 'to_bf16_ref', 'from_bf1
            'to_bf16_pairs_kernel', 'from_bf16_kernel', 'to_bf16', 'from_bf16', 'gemm_bf16', 'linear_bf16',
            'round_bias_part_kernel', 'to_bf16_and_bias_grad', 'linear_backward_bf16', 'rmsnorm_bf16_kernel',
            'swiglu_bf16_kernel', 'rmsnorm_forward_bf16', 'swiglu_forward_bf16', 'bf16_pair',
-           'swiglu_round_bias_part_kernel', 'swiglu_backward_bf16', 'widen_operands', 'clear_scratch']
+           'swiglu_round_bias_part_kernel', 'swiglu_backward_bf16', 'bf16_widen', 'swiglu_round_bf16_kernel',
+           'swiglu_from_bf16_kernel', 'swiglu_forward_from_bf16', 'swiglu_round_forward_bf16',
+           'swiglu16_round_bias_part_kernel', 'swiglu_backward_from_bf16', 'widen_operands', 'clear_scratch']
 
 # %% ../nbs/25_mixed_precision.ipynb #90243930
 QNAN_BF16 = 0x7FC0          # the quiet NaN ml_dtypes writes (sign kept)
@@ -302,6 +304,131 @@ def swiglu_backward_bf16(dh, gate, up, dgu16, db=None, tmp=None):
     part = _bias_parts(P, 2 * F)
     swiglu_round_bias_part_kernel[column_block(F // 2, cdiv(N, P), parts=P)](
         dh, gate, up, part, dgu16.reshape(N * 2 * F).view(np.uint32).reshape(N, F))
+    if db is not None: bias_grad_kernel[column_block(2 * F, P)](part, db)
+    return dgu16, db
+
+# %% ../nbs/25_mixed_precision.ipynb #c3834eaf
+if simulator_enabled():
+    def bits_f32(w):
+        "The float32 whose bits are the uint32 w (the simulator runs kernels as Python)."
+        return np.uint32(w).view(np.float32)
+else:
+    @_cuda_intrinsic
+    def bits_f32(typingctx, w):
+        "In a kernel: the float32 whose bits are the integer w (its low 32 bits; an LLVM bitcast: no instruction), to widen bf16 bits."
+        if not isinstance(w, types.Integer): return None
+        def codegen(context, builder, signature, args):
+            v, width = args[0], signature.args[0].bitwidth
+            if width > 32: v = builder.trunc(v, _ir.IntType(32))
+            elif width < 32: v = builder.zext(v, _ir.IntType(32))
+            return builder.bitcast(v, _ir.FloatType())
+        return types.float32(w), codegen
+
+@cuda.jit(device=True, inline=True)
+def bf16_widen(b):
+    "The float32 value of the bf16 bits b (exact)."
+    return bits_f32(uint32(b) << uint32(16))
+
+# %% ../nbs/25_mixed_precision.ipynb #444749c1
+@cuda.jit(cache=True)
+def swiglu_round_bf16_kernel(gate, up, gu16, h16):
+    "gate and up [N,F] float32 rounded to bf16 into gu16 [N, 2F] (gate's columns, then up's), and h16 = the bf16 bits of swish(gate)·up *of the rounded values* (`swiglu_value`, chapter 8): blocks stride over the rows, threads along a row (launch `rows_grid(N, F)`)."
+    F = gate.shape[1]
+    for r in range(cuda.blockIdx.x, gate.shape[0], cuda.gridDim.x):
+        for c in range(cuda.threadIdx.x, F, cuda.blockDim.x):
+            g = bf16_round(f32_bits(gate[r, c]))
+            u = bf16_round(f32_bits(up[r, c]))
+            gu16[r, c] = g
+            gu16[r, F + c] = u
+            h16[r, c] = bf16_round(f32_bits(swiglu_value(bf16_widen(g), bf16_widen(u))))
+
+@cuda.jit(cache=True)
+def swiglu_from_bf16_kernel(gu16, h16):
+    "h16 = the bf16 bits of swish(gate)·up from bf16 gate | up bits gu16 [N, 2F]: what `swiglu_round_bf16_kernel` wrote to h16, from what it wrote to gu16 (launch `rows_grid(N, F)`)."
+    F = h16.shape[1]
+    for r in range(cuda.blockIdx.x, h16.shape[0], cuda.gridDim.x):
+        for c in range(cuda.threadIdx.x, F, cuda.blockDim.x):
+            h16[r, c] = bf16_round(f32_bits(swiglu_value(bf16_widen(gu16[r, c]), bf16_widen(gu16[r, F + c]))))
+
+# %% ../nbs/25_mixed_precision.ipynb #c14ce771
+def swiglu_forward_from_bf16(gu16, out16, tmp=None):
+    "swish(gate)·up from bf16 gate | up bits `gu16` [N, 2F] (gate's columns, then up's), stored as bf16 bits `out16` [N, F]: what `swiglu_round_forward_bf16` wrote to out16, rebuilt from its gu16 (the backward's recomputation). Device: one kernel; NumPy: gu16 widened into `tmp` [N, 2F] float32 (when given), `swiglu_forward` there, `to_bf16`."
+    dev = check_args("swiglu_forward_from_bf16", outs=("out16",), gu16=(gu16, ("N", None), np.uint16), out16=(out16, ("N", "F"), np.uint16))
+    N, F = out16.shape
+    if gu16.shape[1] != 2 * F: raise ValueError(f"swiglu_forward_from_bf16: gu16 must be [N, 2F] = [{N}, {2 * F}], got {tuple(gu16.shape)}")
+    if not dev:
+        t = from_bf16_ref(gu16, out=tmp)
+        return to_bf16_ref(swiglu_forward(t[:, :F], t[:, F:], out=t[:, :F]), out=out16)
+    if out16.size: swiglu_from_bf16_kernel[rows_grid(N, F)](gu16, out16)
+    return out16
+
+# %% ../nbs/25_mixed_precision.ipynb #adea6d82
+def swiglu_round_forward_bf16(gate, up, gu16, out16, tmp=None):
+    "SwiGLU as autocast sees it: float32 gate, up [N,F] (the gate-up GEMM's output; rows may be strided) rounded to bf16 into `gu16` [N, 2F] (gate's columns, then up's: what the backward keeps), and swish(gate)·up *of the rounded values* stored only as bf16 bits `out16` [N,F]. Device: one kernel; NumPy: the rounding, then `swiglu_forward_from_bf16` through `tmp` [N, 2F] float32 (which may hold gate and up: they are rounded first)."
+    dev = check_args("swiglu_round_forward_bf16", outs=("gu16", "out16"), gate=(gate, ("N", "F"), np.float32), up=(up, ("N", "F"), np.float32),
+                     gu16=(gu16, ("N", None), np.uint16), out16=(out16, ("N", "F"), np.uint16))
+    N, F = gate.shape
+    if gu16.shape[1] != 2 * F: raise ValueError(f"swiglu_round_forward_bf16: gu16 must be [N, 2F] = [{N}, {2 * F}], got {tuple(gu16.shape)}")
+    if not dev:
+        to_bf16_ref(gate, out=gu16[:, :F]); to_bf16_ref(up, out=gu16[:, F:])
+        return swiglu_forward_from_bf16(gu16, out16, tmp)
+    if gate.size: swiglu_round_bf16_kernel[rows_grid(N, F)](gate, up, gu16, out16)
+    return out16
+
+# %% ../nbs/25_mixed_precision.ipynb #204a5677
+@cuda.jit(cache=True)
+def swiglu16_round_bias_part_kernel(dh, gu16x2, part, dgu16x2):
+    "`swiglu_round_bias_part_kernel` with gate | up read as bf16 pairs: `gu16x2` the uint32 view [N, F] of gu16 [N, 2F] (gate's pairs, then up's; column 2c in the low half), laid out as `dgu16x2` is."
+    buf = cuda.shared.array(COL_SLOTS, float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    c = cuda.blockIdx.x * COL_BX + tx                  # the column pair of gate and of up
+    H = dh.shape[1] // 2                               # pairs in each half
+    rows = (dh.shape[0] + part.shape[0] - 1) // part.shape[0]
+    r0 = cuda.blockIdx.y * rows
+    a0 = float32(0.0)
+    a1 = float32(0.0)
+    b0 = float32(0.0)
+    b1 = float32(0.0)
+    if c < H:
+        for n in range(r0 + ty, min(r0 + rows, dh.shape[0]), cuda.blockDim.y):
+            gp = uint32(gu16x2[n, c])
+            upp = uint32(gu16x2[n, H + c])
+            g0, u0 = swiglu_grads(bits_f32(gp << uint32(16)), bits_f32(upp << uint32(16)), dh[n, 2 * c])
+            g1, u1 = swiglu_grads(bits_f32(gp & uint32(0xFFFF0000)), bits_f32(upp & uint32(0xFFFF0000)), dh[n, 2 * c + 1])
+            a0 += g0
+            a1 += g1
+            b0 += u0
+            b1 += u1
+            dgu16x2[n, c] = bf16_pair(g0, g1)
+            dgu16x2[n, H + c] = bf16_pair(u0, u1)
+    t0 = block_sum_y(buf, a0)                          # every thread calls all four: their barriers wait for the block
+    t1 = block_sum_y(buf, a1)
+    t2 = block_sum_y(buf, b0)
+    t3 = block_sum_y(buf, b1)
+    if ty == 0 and c < H:
+        F = dh.shape[1]
+        part[cuda.blockIdx.y, 2 * c] = t0
+        part[cuda.blockIdx.y, 2 * c + 1] = t1
+        part[cuda.blockIdx.y, F + 2 * c] = t2
+        part[cuda.blockIdx.y, F + 2 * c + 1] = t3
+
+# %% ../nbs/25_mixed_precision.ipynb #295691ca
+def swiglu_backward_from_bf16(dh, gu16, dgu16, db=None, tmp=None):
+    "`swiglu_backward_bf16` reading gate | up as bf16 bits `gu16` [N, 2F] (what `swiglu_round_forward_bf16` keeps): the bf16 bits of dgate | dup into `dgu16` [N, 2F] and, with `db` [2F], their column sums. Device: one kernel (and the parts' sum); NumPy, N <= 1024, an odd F or unaligned buffers: gu16 widened into `tmp` [N, 2F] float32, `swiglu_backward` there in place, then `to_bf16_and_bias_grad`."
+    dev = check_args("swiglu_backward_from_bf16", outs=("dgu16", "db"), dh=(dh, ("N", "F"), np.float32), gu16=(gu16, ("N", "F2"), np.uint16),
+                     dgu16=(dgu16, ("N", "F2"), np.uint16), db=(db, ("F2",), np.float32) if db is not None else None)
+    N, F = dh.shape
+    if gu16.shape[1] != 2 * F: raise ValueError(f"swiglu_backward_from_bf16: gu16 must be [N, 2F] = [{N}, {2 * F}], got {tuple(gu16.shape)}")
+    P = bias_grad_parts(N)
+    pairs = dev and _contiguous(gu16) and _contiguous(dgu16) and _ptr(gu16) % 4 == 0 and _ptr(dgu16) % 4 == 0
+    if not pairs or P <= 1 or F % 2:                                                  # the unfused steps
+        t = from_bf16(gu16, out=tmp)
+        swiglu_backward(dh, t[:, :F], t[:, F:], dgate=t[:, :F], dup=t[:, F:])
+        return to_bf16_and_bias_grad(t, dgu16, db) if db is not None else (to_bf16(t, out=dgu16), None)
+    part = _bias_parts(P, 2 * F)
+    as_pairs = lambda a: a.reshape(N * 2 * F).view(np.uint32).reshape(N, F)
+    swiglu16_round_bias_part_kernel[column_block(F // 2, cdiv(N, P), parts=P)](dh, as_pairs(gu16), part, as_pairs(dgu16))
     if db is not None: bias_grad_kernel[column_block(2 * F, P)](part, db)
     return dgu16, db
 

@@ -55,6 +55,24 @@ def test_bf16_step_close_to_fp32(arch):
     assert 1e-4 < rel < 5e-2          # bf16 changes the gradient, by about a rounding carried through the layers
 
 
+@pytest.mark.parametrize("attention", ["unfused", "flash-tc"])
+def test_bf16_keeps_gate_up_rounded(attention):
+    "bf16: SwiGLU rounds the gate-up GEMM's fp32 output into the kept bf16 copy (autocast's linear output) and computes m from it."
+    from mint.precision import linear_bf16, swiglu_forward_from_bf16
+    from mint.model import views
+    cfg = preset("tiny", 53, n_layers=2)
+    b = _batch(cfg, 2, 16)
+    ws = Workspace(cfg, 2, 16, attention=attention, precision="bf16", recompute="keep")
+    p = init_params(cfg, seed=1)
+    loss_and_grads(p, np.zeros_like(p), cfg, b, ws)
+    v, W16 = ws.views(2, 16), views(to_bf16(p), cfg)
+    for l, A in enumerate(v.layers):
+        gu32 = linear_bf16(A.b16, W16.layers[l].gu_w, views(p, cfg).layers[l].gu_b)           # the GEMM's fp32 rows [N, 2F]
+        assert np.array_equal(A.gu16, to_bf16(gu32))
+        assert np.array_equal(A.m16, swiglu_forward_from_bf16(A.gu16, np.empty_like(A.m16)))
+    assert "n32" in ws.bufs and not any(k.startswith("gu.") or k == "m32" for k in ws.bufs)
+
+
 @pytest.mark.parametrize("arch", ["report", "llama", "qwen3"])
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 @pytest.mark.parametrize("attention", ["unfused", "flash"])
@@ -82,12 +100,15 @@ def test_recompute_modes_keep_what_they_say():
     kept = {m: {k for k in s if k.endswith(".5")} for m, s in shapes.items()}
     assert kept["block"] == {"x.5"}
     assert kept["keep"] - kept["off"] == {"a.5", "b.5", "m.5"}          # the default: the elementwise outputs are shared
-    assert kept["off"] - kept["mlp"] == {"gu.5"}                         # mlp: also gate|up
+    assert kept["off"] - kept["mlp"] == {"gu16.5"}                       # mlp: also gate|up (bf16, as autocast keeps it)
+    assert not any(k.startswith("gu.") for s in shapes.values() for k in s)   # bf16: no fp32 gate|up kept, gu_rows is the GEMM's scratch
+    assert "gu.5" in workspace_shapes(cfg, 32, 512, attention="flash", recompute="off")   # fp32 keeps it as before
     assert "dlogits" in shapes["keep"] and not any("dlogits" in s for m, s in shapes.items() if m != "keep")
     keep, off, block, mlp = (workspace_bytes(cfg, 32, 512, attention="flash-tc", precision="bf16", recompute=m) for m in shapes)
     N, L1 = 32 * 512, 11                                                 # 11 layers share layer 0's buffers
     assert keep - off == L1 * N * 2 * (2 * cfg.d_model + cfg.d_ff) + N * cfg.vocab_size * 4   # bf16 a, b, m; fp32 dlogits
-    assert block < mlp < off and off - mlp == L1 * N * 2 * 4 * cfg.d_ff                      # fp32 gate|up
+    assert block < mlp < off and off - mlp == L1 * N * 2 * 2 * cfg.d_ff                      # bf16 gate|up
+    assert round(off / 2**20) == 5_834      # MiB at d768: 7,754 before gate|up went bf16 and n32, m32 left the device
     for bad in ("all", 2):
         with pytest.raises(ValueError, match="recompute must be one of"):
             workspace_bytes(cfg, 1, 8, recompute=bad)
