@@ -56,11 +56,10 @@ def cross_entropy_ref(logits: np.ndarray, targets: np.ndarray, loss_mask: np.nda
 
 # %% ../nbs/10_loss.ipynb #def99b3e
 @njit(cache=True, fastmath={"reassoc"}, parallel=True)
-def _ce_rows_cpu(logits, m, targets, loss_mask, count, out):
-    "Row by row (m: the row maxima): out[r] = (softmax(logits[r]) - onehot)·mask/count, out may be logits; returns Σ mask·(log Σe - zt) in float64."
+def _ce_rows_cpu(logits, m, zt, targets, loss_mask, count, out):
+    "Row by row (m: the row maxima, zt: target logit - m, float64): out[r] = (softmax(logits[r]) - onehot)·mask/count, out may be logits; returns Σ mask·(log Σe - zt) in float64. A row reads logits[r, j] only before writing out[r, j]: numba compiles the loop's body as if out and logits never overlapped (its `noalias`), so a read after a write could see either value."
     total = 0.0
     for r in prange(logits.shape[0]):
-        zt = np.float64(logits[r, targets[r]]) - m[r]     # read before out (maybe logits) is written
         s = 0.0
         for j in range(logits.shape[1]):
             e = exp_f32(logits[r, j] - m[r])
@@ -71,7 +70,7 @@ def _ce_rows_cpu(logits, m, targets, loss_mask, count, out):
         for j in range(logits.shape[1]):
             out[r, j] *= inv
         out[r, targets[r]] -= w
-        total += loss_mask[r] * (math.log(s) - zt)
+        total += loss_mask[r] * (math.log(s) - zt[r])
     return total
 
 # %% ../nbs/10_loss.ipynb #682257d4
@@ -85,7 +84,9 @@ def cross_entropy_cpu(logits: np.ndarray, targets: np.ndarray, loss_mask: np.nda
     if n == 0 or count == 0:
         dlogits[...] = 0
         return 0.0, dlogits
-    return _ce_rows_cpu(logits, logits.max(axis=1), targets, loss_mask, count, dlogits) / count, dlogits
+    m = logits.max(axis=1)
+    zt = logits[np.arange(n), targets].astype(np.float64) - m     # read before dlogits (maybe logits) is written
+    return _ce_rows_cpu(logits, m, zt, targets, loss_mask, count, dlogits) / count, dlogits
 
 # %% ../nbs/10_loss.ipynb #5534f9a5
 CE_MAX_BLOCK = 1024                                    # shared buffers' size; the largest block allowed
