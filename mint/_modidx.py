@@ -834,6 +834,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'mint.precision.gemm_bf16': ('mixed_precision.html#gemm_bf16', 'mint/precision.py'),
                                 'mint.precision.linear_backward_bf16': ('mixed_precision.html#linear_backward_bf16', 'mint/precision.py'),
                                 'mint.precision.linear_bf16': ('mixed_precision.html#linear_bf16', 'mint/precision.py'),
+                                'mint.precision.pair_parts': ('mixed_precision.html#pair_parts', 'mint/precision.py'),
                                 'mint.precision.rmsnorm_bf16_kernel': ('mixed_precision.html#rmsnorm_bf16_kernel', 'mint/precision.py'),
                                 'mint.precision.rmsnorm_forward_bf16': ('mixed_precision.html#rmsnorm_forward_bf16', 'mint/precision.py'),
                                 'mint.precision.round_bias_part_kernel': ( 'mixed_precision.html#round_bias_part_kernel',

@@ -18,7 +18,7 @@ from .swiglu import swiglu_forward, swiglu_backward, swiglu_value, swiglu_grads
 __all__ = ['QNAN_BF16', 'PRECISIONS', 'round_bits_ref', 'to_bf16_ref', 'from_bf16_ref', 'bf16_round', 'to_bf16_kernel',
            'to_bf16_pairs_kernel', 'from_bf16_kernel', 'to_bf16', 'from_bf16', 'gemm_bf16', 'linear_bf16',
            'round_bias_part_kernel', 'to_bf16_and_bias_grad', 'linear_backward_bf16', 'rmsnorm_bf16_kernel',
-           'swiglu_bf16_kernel', 'rmsnorm_forward_bf16', 'swiglu_forward_bf16', 'bf16_pair',
+           'swiglu_bf16_kernel', 'rmsnorm_forward_bf16', 'swiglu_forward_bf16', 'pair_parts', 'bf16_pair',
            'swiglu_round_bias_part_kernel', 'swiglu_backward_bf16', 'bf16_widen', 'swiglu_round_bf16_kernel',
            'swiglu_from_bf16_kernel', 'swiglu_forward_from_bf16', 'swiglu_round_forward_bf16',
            'swiglu16_round_bias_part_kernel', 'swiglu_backward_from_bf16', 'widen_operands', 'clear_scratch']
@@ -247,6 +247,22 @@ def swiglu_forward_bf16(gate, up, out16, tmp=None):
     if gate.size: swiglu_bf16_kernel[rows_grid(*gate.shape)](gate, up, out16)
     return out16
 
+# %% ../nbs/25_mixed_precision.ipynb #5e1b7c2a9d40
+@cuda.jit(device=True, inline=True)
+def pair_parts(buf, part, a0, a1, b0, b1, c, H):
+    "Column sums over threadIdx.y of a thread's gate pair (a0, a1) and up pair (b0, b1), written by the block's first row of threads into part[blockIdx.y] at columns 2c, 2c+1 and F+2c, F+2c+1 (F = 2H); every thread calls it (its barriers wait for the block)."
+    t0 = block_sum_y(buf, a0)
+    t1 = block_sum_y(buf, a1)
+    t2 = block_sum_y(buf, b0)
+    t3 = block_sum_y(buf, b1)
+    if cuda.threadIdx.y == 0 and c < H:
+        y, F = cuda.blockIdx.y, 2 * H
+        part[y, 2 * c] = t0
+        part[y, 2 * c + 1] = t1
+        part[y, F + 2 * c] = t2
+        part[y, F + 2 * c + 1] = t3
+
+
 # %% ../nbs/25_mixed_precision.ipynb #14c46a13
 @cuda.jit(device=True, inline=True)
 def bf16_pair(v0, v1):
@@ -277,16 +293,7 @@ def swiglu_round_bias_part_kernel(dh, gate, up, part, dgu16x2):
             b1 += u1
             dgu16x2[n, c] = bf16_pair(g0, g1)
             dgu16x2[n, H + c] = bf16_pair(u0, u1)
-    t0 = block_sum_y(buf, a0)                          # every thread calls all four: their barriers wait for the block
-    t1 = block_sum_y(buf, a1)
-    t2 = block_sum_y(buf, b0)
-    t3 = block_sum_y(buf, b1)
-    if ty == 0 and c < H:
-        F = gate.shape[1]
-        part[cuda.blockIdx.y, 2 * c] = t0
-        part[cuda.blockIdx.y, 2 * c + 1] = t1
-        part[cuda.blockIdx.y, F + 2 * c] = t2
-        part[cuda.blockIdx.y, F + 2 * c + 1] = t3
+    pair_parts(buf, part, a0, a1, b0, b1, c, H)
 
 # %% ../nbs/25_mixed_precision.ipynb #a1839313
 def swiglu_backward_bf16(dh, gate, up, dgu16, db=None, tmp=None):
@@ -402,16 +409,7 @@ def swiglu16_round_bias_part_kernel(dh, gu16x2, part, dgu16x2):
             b1 += u1
             dgu16x2[n, c] = bf16_pair(g0, g1)
             dgu16x2[n, H + c] = bf16_pair(u0, u1)
-    t0 = block_sum_y(buf, a0)                          # every thread calls all four: their barriers wait for the block
-    t1 = block_sum_y(buf, a1)
-    t2 = block_sum_y(buf, b0)
-    t3 = block_sum_y(buf, b1)
-    if ty == 0 and c < H:
-        F = dh.shape[1]
-        part[cuda.blockIdx.y, 2 * c] = t0
-        part[cuda.blockIdx.y, 2 * c + 1] = t1
-        part[cuda.blockIdx.y, F + 2 * c] = t2
-        part[cuda.blockIdx.y, F + 2 * c + 1] = t3
+    pair_parts(buf, part, a0, a1, b0, b1, c, H)
 
 # %% ../nbs/25_mixed_precision.ipynb #295691ca
 def swiglu_backward_from_bf16(dh, gu16, dgu16, db=None, tmp=None):
