@@ -157,7 +157,7 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
         s.update({"loss": ((1,), "f"), "ce_scratch": ((N + 1,), "f"),
                   "dx": ((N, d), "f"), "dn": ((N, d), "f"), "dh": ((N, d), "f"), "do": ((N, d), "f"),
                   "dm": ((N, F), "f"), "dscores": ((B, H, T) if attention != "unfused" else (B, H, T, T), "f")})   # flash: D = rowsum(dO·O)
-        if not tc: s["dgu"] = ((2, N, F), "f")                    # flash-tc: the gradients land in the rows (gu_rows, qkv_rows)
+        if not tc and g != "h": s["dgu"] = ((2, N, F), "f")       # flash-tc: the gradients land in the rows (gu_rows, qkv_rows); bf16: dy16
         if not one_qkv: s["dqkv"] = ((3, N, d), "f")
         if cfg.qk_norm: s["dqk"] = ((2, N, d), "f")
     return s
