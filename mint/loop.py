@@ -133,11 +133,13 @@ class Engine:
 
 # %% ../nbs/13_train.ipynb #e2a1c004
 class CpuEngine(Engine):
-    "The NumPy path: `params` (flat float32) is trained in place; gradients, Adam moments and the workspace are host arrays."
+    "The NumPy path: `params` (flat float32) is trained in place; gradients, Adam moments and the workspace are host arrays. With recompute 'off' it keeps every activation (recompute 'keep': the same bits, a few percent faster on a CPU, chapter 27) where that needs at most half the free memory."
     def __init__(self, params: np.ndarray, cfg: ModelConfig, tcfg: TrainConfig):
         check_memory(cfg, tcfg.batch_size, tcfg.seq_len or cfg.max_seq_len, precision=tcfg.precision, recompute=tcfg.recompute)
         super().__init__(params, cfg, tcfg)
     def workspace(self, cfg, B, T, attention, precision="fp32", recompute=False):
+        avail = available_memory()
+        if recompute_mode(recompute) == "off" and avail and 2 * training_bytes(cfg, B, T, precision, "keep") <= avail: recompute = "keep"
         return Workspace(cfg, B, T, attention="unfused" if attention == "auto" else attention, precision=precision, recompute=recompute)
     def buffer(self, a: np.ndarray) -> np.ndarray: return a
     def to_host(self, b) -> np.ndarray: return b

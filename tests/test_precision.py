@@ -193,3 +193,18 @@ def test_default_recompute_bit_identical_on_device(precision):
         backward(views(d_p, cfg), views(d_g, cfg), cfg, v)
         out.append((float(loss.copy_to_host()[0]), np.delete(d_g.copy_to_host(), np.s_[:20 * 8]).view(np.uint32)))
     assert out[0][0] == out[1][0] and np.array_equal(out[0][1], out[1][1])
+
+
+def test_cpu_engine_keeps_activations_where_they_fit(monkeypatch):
+    "recompute off on the CPU: every activation kept (the same bits, no per-layer rebuilds) when that takes at most half the free memory; else the rebuilds."
+    import mint.loop as L
+    from mint.model import init_params
+    from mint.train import CpuEngine, TrainConfig, training_bytes
+    cfg = ModelConfig(vocab_size=64, d_model=32, n_heads=2, n_layers=2, max_seq_len=16)
+    p, tc = init_params(cfg, seed=0), TrainConfig(batch_size=2, seq_len=16)
+    keep = training_bytes(cfg, 2, 16, recompute="keep")
+    monkeypatch.setattr(L, "available_memory", lambda: 2 * keep)
+    assert CpuEngine(p.copy(), cfg, tc).ws.recompute == "keep"
+    monkeypatch.setattr(L, "available_memory", lambda: 2 * keep - 1)
+    assert CpuEngine(p.copy(), cfg, tc).ws.recompute in ("off", False)
+    assert CpuEngine(p.copy(), cfg, TrainConfig(batch_size=2, seq_len=16, recompute="mlp")).ws.recompute == "mlp"
