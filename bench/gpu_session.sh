@@ -248,7 +248,7 @@ elif [ "$PART" = M ]; then
   # M (2026-12-07 morning, one call, <= 580 s; the command applies bench/pending/v8_streamk.patch first, exported:
   #    `git apply .gpu_site/streamk_full.patch && bash bench/gpu_session.sh M`): v8 as stream-K (bench/v8_splitk.py, every
   #    plan against float64, then timed; chapter 24's #| gpu cells), bench_scale d768 (peak memory with the
-  #    per-layer rebuilds and bf16 gate|up; PyTorch bf16 + compile first), glue_check, then chapters 25 and 27's #| gpu cells in the
+  #    per-layer rebuilds and bf16 gate|up; PyTorch bf16 + compile first), then chapter 25's #| gpu cells, glue_check and 27's in the
   #    time left; $OUT/m.tar is rewritten after each stage
   L=/tmp/mlogs; mkdir -p $L
   pack() { tar cf "$OUT/m.tar" $(ls bench/results/v8_splitk_streamk.json bench/results/tensor_cores_v8_h200.json 2>/dev/null) bench/results/gpu_cells -C /tmp mlogs 2>/dev/null; }
@@ -260,9 +260,9 @@ elif [ "$PART" = M ]; then
   ( time timeout 210 python3 bench/bench_scale.py --configs d768 --mint bf16 --bf16-gemm tc cublas-bf16 --torch bf16 --peer-first \
       --steps 3 --rounds 2 --budget-s 185 --out $L ) > $L/bench_scale.log 2>&1
   echo "bench_scale rc $? at ${SECONDS}s"; tail -10 $L/bench_scale.log | cut -c1-200; pack
-  ( time timeout 90 python3 bench/glue_check.py ) > $L/glue_check.log 2>&1; echo "glue rc $? at ${SECONDS}s"; tail -4 $L/glue_check.log | cut -c1-160; pack
-  for nb in 25_mixed_precision 27_recompute; do
-    left=$((578 - SECONDS)); [ $left -lt 40 ] && break
+  for nb in 25_mixed_precision glue 27_recompute; do
+    [ $nb = glue ] && { ( time timeout 90 python3 bench/glue_check.py ) > $L/glue_check.log 2>&1; echo "glue rc $? at ${SECONDS}s"; tail -4 $L/glue_check.log | cut -c1-160; pack; continue; }
+    left=$((578 - SECONDS)); [ $left -lt 40 ] && break; [ $nb = 25_mixed_precision ] && [ $left -gt 150 ] && left=150
     ( time timeout $left nbdev-test --flags gpu nbs/$nb.ipynb ) > $L/test_$nb.log 2>&1; echo "$nb rc $? at ${SECONDS}s"
     grep -v WARNING $L/test_$nb.log | tail -4 | cut -c1-200; pack
   done
