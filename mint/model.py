@@ -254,7 +254,7 @@ def _views(bufs: dict, cfg: ModelConfig, B: int, T: int, training: bool, attenti
         v.__dict__.update(dlogits=w.get("dlogits", w["logits"]), loss=w["loss"], ce_scratch=w["ce_scratch"],
                           dx=w["dx"], dn=w["dn"], dh=w["dh"], do=w["do"], do4=w["do"].reshape(B, T, H, hd),
                           dm=w["dm"], dscores=w["dscores"], dgu=w.get("dgu"), dqkv=w.get("dqkv"))
-        if v.dgu is not None: v.dgate, v.dup = v.dgu[0], v.dgu[1]      # else (flash-tc) views of gu_rows, below
+        if v.dgu is not None: v.dgate, v.dup = v.dgu[0], v.dgu[1]      # else flash-tc: views of gu_rows, below; bf16: none (dy16 takes dgate | dup)
         dqkv = v.dqkv
         dqk = w["dqk"] if cfg.qk_norm else dqkv                    # where attention's backward writes dq, dk
         if dqkv is not None:                                       # else (flash-tc without QK-norm) views of qkv_rows, below
