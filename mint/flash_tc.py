@@ -255,7 +255,10 @@ __device__ __forceinline__ void mma_abt(float acc[NB][4], const u32 a[KS][4], co
             mma16816(acc[n + 1], a[ks], b[2], b[3]);
         }
 }
-// acc[ND][4] (16 x 8·ND) += P · B, P (16 x 16·KK) given as C-fragments p[2·KK][4] (rounded to bf16 here), B row-major
+""")
+
+# %% ../nbs/26_flash_tensor_cores.ipynb #3d4c9d4c
+_CU.append(r"""// acc[ND][4] (16 x 8·ND) += P · B, P (16 x 16·KK) given as C-fragments p[2·KK][4] (rounded to bf16 here), B row-major
 // [16·KK][8·ND] in shared memory: O += P V, dq += dS K, dv += Pᵀ dO, dk += dSᵀ Q
 template <int ND, int KK>
 __device__ __forceinline__ void mma_pb(float acc[ND][4], const float p[2 * KK][4], const u16* sB, int S, int lane) {
