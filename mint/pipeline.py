@@ -386,7 +386,7 @@ def _train_run(spec: dict, tcfg: TrainConfig, out_dir: Path, dev: str, progress,
 
 # %% ../nbs/37_pipeline.ipynb #049da6c4
 def write_run_report(out_dir: Path, rep: dict, unsaved: dict, log=print) -> str | None:
-    "Write the run's report.html and return its path. The report is a view of the run: failing to write it is one warning giving the cause, never the run's outcome or exit code; with the history not saved (`unsaved`, from `TrainResult`) none is drawn from an older history.json."
+    "Write the run's report.html and return its path. The report is a view of the run: failing to write it is one warning giving the cause, never the run's outcome or exit code (a Ctrl-C while it is drawn still stops the command, saying how to draw it later); with the history not saved (`unsaved`, from `TrainResult`) none is drawn from an older history.json."
     from mint.report import write_report
     if "history" in unsaved: why = f"the run's history was not saved: {unsaved['history']}"
     else:
@@ -394,6 +394,9 @@ def write_run_report(out_dir: Path, rep: dict, unsaved: dict, log=print) -> str 
             path = str(write_report(out_dir, rep)); log(f"report: {path}"); return path
         except (OSError, ValueError) as e: why = str(e)            # a full disk, a damaged best checkpoint, ...
         except Exception as e: why = f"{type(e).__name__}: {e}"
+        except KeyboardInterrupt:                                  # Ctrl-C while it draws: the run itself is saved
+            print(f"mint: no report written (interrupted); the run is saved: `mint report {out_dir}` writes it", file=sys.stderr)
+            raise
     print(f"mint: warning: no report written: {why}", file=sys.stderr)
     return None
 
