@@ -31,7 +31,8 @@
 #      profile, bench_scale
 #   K: v8 split-K up to 8 splits (ten copies a graph), the GPU server with 8 requests a client, the d1024 row (2026-12-06 night)
 #   SC: bench_scale alone (SC_CONFIGS, SC_GEMMS, SC_S), PyTorch bf16 + compile first
-#   M: v8 as stream-K (after git apply of the exported patch), glue_check, bench_scale d768, 25 and 27 (2026-12-07)
+#   M: (2026-12-07) v8 as stream-K, then bench_scale d768, 25, glue_check, 27; ran once, stream-K rejected and removed:
+#      bench/results/h100_2026-12-07b/NOTES.md
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
 # Prepare once on the development machine (both folders are in .gitignore):
@@ -244,29 +245,6 @@ elif [ "$PART" = P ]; then
       --recompute-too --steps 3 --rounds 2 --budget-s $(( ${P_S:-220} - 20 )) --out $L ) > $L/bench_scale.log 2>&1
   echo "bench_scale rc $? at ${SECONDS}s"; tail -8 $L/bench_scale.log
   tar cf "$OUT/p.tar" -C /tmp plogs; ls -la "$OUT"
-elif [ "$PART" = M ]; then
-  # M (2026-12-07 morning, one call, <= 580 s; the command applies bench/pending/v8_streamk.patch first, exported:
-  #    `git apply .gpu_site/streamk_full.patch && bash bench/gpu_session.sh M`): v8 as stream-K (bench/v8_splitk.py, every
-  #    plan against float64, then timed; chapter 24's #| gpu cells), bench_scale d768 (peak memory with the
-  #    per-layer rebuilds and bf16 gate|up; PyTorch bf16 + compile first), then chapter 25's #| gpu cells, glue_check and 27's in the
-  #    time left; $OUT/m.tar is rewritten after each stage
-  L=/tmp/mlogs; mkdir -p $L
-  pack() { tar cf "$OUT/m.tar" $(ls bench/results/v8_splitk_streamk.json bench/results/tensor_cores_v8_h200.json 2>/dev/null) bench/results/gpu_cells -C /tmp mlogs 2>/dev/null; }
-  ( time timeout 150 python3 bench/v8_splitk.py --per-graph 10 --rounds 5 ) > $L/v8_splitk.log 2>&1
-  echo "v8_splitk rc $? at ${SECONDS}s"; grep -v "^    graphs" $L/v8_splitk.log | tail -18 | cut -c1-220
-  cp "$OUT/v8_splitk.json" bench/results/v8_splitk_streamk.json 2>/dev/null; pack
-  ( time timeout 120 nbdev-test --flags gpu nbs/24_tensor_cores.ipynb ) > $L/test_24.log 2>&1; echo "24 rc $? at ${SECONDS}s"
-  grep -v WARNING $L/test_24.log | tail -4 | cut -c1-200; pack
-  ( time timeout 210 python3 bench/bench_scale.py --configs d768 --mint bf16 --bf16-gemm tc cublas-bf16 --torch bf16 --peer-first \
-      --steps 3 --rounds 2 --budget-s 185 --out $L ) > $L/bench_scale.log 2>&1
-  echo "bench_scale rc $? at ${SECONDS}s"; tail -10 $L/bench_scale.log | cut -c1-200; pack
-  for nb in 25_mixed_precision glue 27_recompute; do
-    [ $nb = glue ] && { ( time timeout 90 python3 bench/glue_check.py ) > $L/glue_check.log 2>&1; echo "glue rc $? at ${SECONDS}s"; tail -4 $L/glue_check.log | cut -c1-160; pack; continue; }
-    left=$((578 - SECONDS)); [ $left -lt 40 ] && break; [ $nb = 25_mixed_precision ] && [ $left -gt 150 ] && left=150
-    ( time timeout $left nbdev-test --flags gpu nbs/$nb.ipynb ) > $L/test_$nb.log 2>&1; echo "$nb rc $? at ${SECONDS}s"
-    grep -v WARNING $L/test_$nb.log | tail -4 | cut -c1-200; pack
-  done
-  ls -la "$OUT"
 elif [ "$PART" = K ]; then
   # K (2026-12-06 night): v8's split-K plans up to 8 splits on all seven products (bench/v8_splitk.py), the GPU server at
   #    1/16/64 clients with 8 requests a client (steady state at 64), then the d1024 row (PyTorch bf16 + compile first,
