@@ -31,8 +31,6 @@
 #      profile, bench_scale
 #   K: v8 split-K up to 8 splits (ten copies a graph), the GPU server with 8 requests a client, the d1024 row (2026-12-06 night)
 #   SC: bench_scale alone (SC_CONFIGS, SC_GEMMS, SC_S), PyTorch bf16 + compile first
-#   M: (2026-12-07) v8 as stream-K, then bench_scale d768, 25, glue_check, 27; ran once, stream-K rejected and removed:
-#      bench/results/h100_2026-12-07b/NOTES.md
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
 # Prepare once on the development machine (both folders are in .gitignore):
