@@ -30,6 +30,9 @@
 #   P: d768 bf16 after staging the next batch during each step and the fused SwiGLU backward: glue_check, step_gaps,
 #      profile, bench_scale
 #   K: v8 split-K up to 8 splits (ten copies a graph), the GPU server with 8 requests a client, the d1024 row (2026-12-06 night)
+#   J: v8's k-splits summed in order inside the launch (2026-12-07): bench/v8_serial.py (every plan checked bit for bit
+#      against the two launches of before, both timed, cuBLAS bf16 in the same process), chapter 24's #| gpu cells, then
+#      the d512 and d768 rows with v8 (bench_scale, PyTorch bf16 + compile first) in the time left of J_S (480) s
 #   SC: bench_scale alone (SC_CONFIGS, SC_GEMMS, SC_S), PyTorch bf16 + compile first
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
@@ -257,6 +260,19 @@ elif [ "$PART" = K ]; then
       --bf16-gemm cublas-bf16 tc --torch bf16 --peer-first --steps 3 --rounds 2 --budget-s $((left - 25)) --out $L ) > $L/bench_scale.log 2>&1
   echo "bench_scale rc $? at ${SECONDS}s"; tail -8 $L/bench_scale.log
   tar cf "$OUT/k.tar" -C /tmp klogs; ls -la "$OUT"
+elif [ "$PART" = J ]; then
+  L=/tmp/jlogs; mkdir -p $L
+  ( time timeout 200 python3 bench/v8_serial.py --per-graph 10 --rounds 5 ) > $L/v8_serial.log 2>&1
+  echo "v8_serial rc $? at ${SECONDS}s"; grep -v "^    \|WARNING" $L/v8_serial.log | tail -10 | cut -c1-220
+  cp "$OUT/v8_serial.json" $L/ 2>/dev/null
+  ( time timeout 170 nbdev-test --flags gpu nbs/24_tensor_cores.ipynb ) > $L/test_24.log 2>&1
+  echo "24 rc $? at ${SECONDS}s"; grep -v WARNING $L/test_24.log | tail -4 | cut -c1-200
+  cp bench/results/gpu_cells/24_tensor_cores.json bench/results/tensor_cores_v8_h200.json $L/ 2>/dev/null
+  tar cf "$OUT/j.tar" -C /tmp jlogs
+  left=$(( ${J_S:-480} - SECONDS )); [ $left -gt 90 ] && ( time timeout $left python3 bench/bench_scale.py --configs d512 d768 --mint bf16 \
+      --bf16-gemm tc --torch bf16 --peer-first --steps 3 --rounds 2 --budget-s $((left - 20)) --out $L ) > $L/bench_scale.log 2>&1
+  echo "bench_scale rc $? at ${SECONDS}s"; grep -E "tokens/s|÷|x PyTorch" $L/bench_scale.log | tail -8 | cut -c1-220
+  tar cf "$OUT/j.tar" -C /tmp jlogs; ls -la "$OUT"
 elif [ "$PART" = SC ]; then
   # SC: bench_scale alone, PyTorch bf16 + compile first: SC_CONFIGS (d1024), SC_GEMMS (cublas-bf16), SC_S seconds (300)
   L=/tmp/sclogs; mkdir -p $L

@@ -1,6 +1,5 @@
-"""Why GEMM v8's split-K products time slowly (chapter 24): each product timed kernel by kernel (as the probe and the
-chapter time it: v8, then the sum of the splits, launched from Python back to back) and replayed as one CUDA graph
-(as training runs it), with cuBLAS bf16 the same two ways, and v8 forced to every (block width, splits) plan (graphs). Prints TFLOP/s and ratios;
+"""Why GEMM v8's split-K products time slowly (chapter 24): each product timed launch by launch (as the probe and the
+chapter time it, from Python) and replayed as one CUDA graph (as training runs it), with cuBLAS bf16 the same two ways, and v8 forced to every (block width, splits) plan (graphs). Prints TFLOP/s and ratios;
 JSON to $OUT/v8_splitk.json (else bench/results/).
 
     python bench/v8_splitk.py

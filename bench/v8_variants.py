@@ -1,9 +1,9 @@
 """Variants of GEMM rung v8 (chapter 24's wgmma kernel, `mint.tensor_cores`) in one process on a Hopper GPU: each variant
-is v8's device code (TC_V8_LOAD + TC_V8_MAIN) read from a file, launched with its own thread count; each is checked
+is v8's device code (TC_V8_LOAD + TC_V8_MAIN + TC_V8_ENTRY) read from a file, launched with its own thread count; each is checked
 against float64 (all four operand layouts, ragged edges, split-K; output poisoned with NaN first), then timed against
 cuBLAS bf16 (Mint's ctypes provider, fp32 out) at 4096³, 8192³ and the d768 model's products.
 
-    python -c 'import mint.tensor_cores as T; print(T.TC_V8_LOAD + T.TC_V8_MAIN, end="")' > /tmp/mine.cu   # then edit
+    python -c 'import mint.tensor_cores as T; print(T.TC_V8_LOAD + T.TC_V8_MAIN + T.TC_V8_ENTRY, end="")' > /tmp/mine.cu   # then edit
     python bench/v8_variants.py chapter mine=/tmp/mine.cu:384+WS_PREG=40,WS_CREG=232 --out v8.json
 
 A variant is NAME[=FILE][:THREADS][+DEFINES]: the chapter's code without FILE; THREADS per block (256 by default);
@@ -32,7 +32,7 @@ CHECKS = [(200, 296, 136), (1024, 1024, 1024), (384, 768, 4096), (520, 392, 2056
 
 
 def build(text: str, threads: int, defines: str):
-    "A launcher f(a, b, out, ta, tb) of the variant: v8's plan (block width, k-splits) and split-K summing, as tc_gemm does."
+    "A launcher f(a, b, out, ta, tb) of the variant: v8's plan (block width, k-splits) and its launch, as tc_gemm does (a variant's file keeps v8's entry point: 13 int64 arguments, the per-tile flags of the in-order split sum last)."
     head = "".join(f"#define {d.replace('=', ' ')}\n" for d in defines.split(",") if d)
     kernels = {}
     def kernel(bn, ta, tb):
@@ -44,8 +44,8 @@ def build(text: str, threads: int, defines: str):
                    + TC.TC_COMMON + TC.wgmma_asm(bn) + text)
             fn = cuda.declare_device(name, TC._SIG8, link=[cuda.CUSource(src)], abi="c")
             @cuda.jit(TC._SIG8, launch_bounds=(threads, 1))
-            def k(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, c_split):
-                fn(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, c_split)
+            def k(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, flags):
+                fn(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, flags)
             TC._allow_shared(k, TC.v8_shared_bytes(bn))
             kernels[key] = k
         return kernels[key]
@@ -58,12 +58,8 @@ def build(text: str, threads: int, defines: str):
         k_split, splits = TC.v8_k_split(K, splits)      # as tc_gemm: whole slabs a split, none without work
         grid = (cdiv(N, bn), cdiv(M, 128), splits)
         lda, ldb, ldc = a.shape[1], b.shape[1], out.shape[1]
-        if splits == 1:
-            k[grid, threads, 0, TC.v8_shared_bytes(bn)](ptr(a), ptr(b), ptr(out), ptr(bias), M, N, K, lda, ldb, ldc, int(bias is not None), k_split, 0)
-        else:
-            ws = TC._scratch("splits", (splits, M, N), np.float32)
-            k[grid, threads, 0, TC.v8_shared_bytes(bn)](ptr(a), ptr(b), ptr(ws), 0, M, N, K, lda, ldb, N, 0, k_split, M * N)
-            TC.sum_splits_kernel[TC.grid2d(N, M)](ws, out, out[0] if bias is None else bias, int(bias is not None))
+        flags = TC.v8_flags(grid[0] * grid[1]) if splits > 1 else None     # as tc_gemm: the splits of a tile sum in order through C
+        k[grid, threads, 0, TC.v8_shared_bytes(bn)](ptr(a), ptr(b), ptr(out), ptr(bias), M, N, K, lda, ldb, ldc, int(bias is not None), k_split, ptr(flags))
         return out
     return gemm
 
@@ -86,7 +82,7 @@ def run(spec, cublas_tflops):
     if "+" in name: name, defines = name.split("+", 1)
     if ":" in name: name, t = name.rsplit(":", 1); threads = int(t)
     if "=" in name: label, path = name.split("=", 1); text = open(path).read()
-    else: label, text = name, TC.TC_V8_LOAD + TC.TC_V8_MAIN
+    else: label, text = name, TC.TC_V8_LOAD + TC.TC_V8_MAIN + TC.TC_V8_ENTRY
     row = dict(variant=spec, label=label, threads=threads, defines=defines)
     t0 = time.time()
     try:

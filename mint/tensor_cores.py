@@ -9,15 +9,15 @@ import numpy as np
 import ml_dtypes                # bf16 rounding on the host (the tests' operands)
 from .core import cdiv, rel_error, simulator_enabled  # before numba: without a GPU it switches the simulator on
 from numba import cuda
-from .kernels import launch, check_args, gemm_dims, grid1d, grid2d, scratch
+from .kernels import launch, check_args, gemm_dims, grid1d, scratch
 
 # %% auto #0
 __all__ = ['MMA_SHAPES', 'TC_COMMON', 'TC_V6', 'TC_V7_LOAD', 'TC_V7_MAIN', 'SHARED_BYTES_MAX', 'V7_TILES', 'TC_V8_LOAD',
-           'TC_V8_MAIN', 'V8_STAGES', 'V8_SPEED', 'V8_TFLOPS', 'HBM_TBPS', 'V8_MAX_SPLITS', 'frag_maps', 'mma_emulate',
-           'warp_gemm_emulate', 'ldmatrix_emulate', 'a_frag_rows', 'b_frag_rows', 'TcConfig', 'tc_source',
-           'make_tc_kernel', 'round_bf16_kernel', 'round_bf16', 'pick_tc_config', 'tc_gemm', 'tc_problem', 'tc_check',
-           'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm', 'v8_shared_bytes', 'v8_plan', 'v8_k_split',
-           'sum_splits_kernel', 'v8_fits']
+           'TC_V8_MAIN', 'V8_ENTRY_HEAD', 'TC_V8_ENTRY', 'V8_STAGES', 'V8_SPEED', 'V8_TFLOPS', 'V8_LINK_S',
+           'V8_MAX_SPLITS', 'frag_maps', 'mma_emulate', 'warp_gemm_emulate', 'ldmatrix_emulate', 'a_frag_rows',
+           'b_frag_rows', 'TcConfig', 'tc_source', 'make_tc_kernel', 'round_bf16_kernel', 'round_bf16',
+           'pick_tc_config', 'tc_gemm', 'tc_problem', 'tc_check', 'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm',
+           'v8_shared_bytes', 'v8_plan', 'v8_k_split', 'v8_flags', 'v8_fits']
 
 # %% ../nbs/24_tensor_cores.ipynb #d0020cde
 MMA_SHAPES = {"bf16": (16, 8, 16), "tf32": (16, 8, 8)}   # (m, n, k) of the mma.sync tile
@@ -396,7 +396,7 @@ def tc_source(version: int, tf32: bool = False, cfg: TcConfig | None = None, tra
     elif version == 8:
         name = f"mint_tc_v8_{bn}_s{V8_STAGES[bn]}_{'t' if trans_a else 'n'}{'t' if trans_b else 'n'}"
         head = "".join(f"#define MINT_{k} {v}\n" for k, v in dict(V8=1, BN=bn, STAGES=V8_STAGES[bn], TA=int(trans_a), TB=int(trans_b)).items())
-        return name, f"#define MINT_NAME {name}\n" + head + TC_COMMON + wgmma_asm(bn) + TC_V8_LOAD + TC_V8_MAIN
+        return name, f"#define MINT_NAME {name}\n" + head + TC_COMMON + wgmma_asm(bn) + TC_V8_LOAD + TC_V8_MAIN + TC_V8_ENTRY
     else: raise ValueError(f"version must be 6, 7 or 8, got {version!r}")
     return name, f"#define MINT_NAME {name}\n" + head + TC_COMMON + TC_V6 + TC_V7_LOAD + TC_V7_MAIN
 
@@ -416,8 +416,8 @@ def make_tc_kernel(version: int, tf32: bool = False, cfg: TcConfig | None = None
     if version == 8:
         fn = cuda.declare_device(name, _SIG8, link=[cuda.CUSource(src)], abi="c")
         @cuda.jit(_SIG8, launch_bounds=(256, 1))                      # two warpgroups, up to 232 registers each
-        def v8(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, c_split):
-            fn(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, c_split)
+        def v8(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, flags):
+            fn(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, flags)
         _allow_shared(v8, v8_shared_bytes(bn))
         return v8
     fn = cuda.declare_device(name, _SIG7, link=[cuda.CUSource(src)], abi="c")
@@ -451,7 +451,7 @@ def round_bf16_kernel(src, dst):
 
 # %% ../nbs/24_tensor_cores.ipynb #971257fe
 def _scratch(role: str, shape: tuple, dtype=np.uint16):
-    "A scratch array per role and dtype (bf16 operands; v8's split-K partial products): `mint.kernels.scratch` (allocated only when a larger one is needed, never freed under a recorded graph)."
+    "A scratch array per role and dtype (bf16 operands): `mint.kernels.scratch` (allocated only when a larger one is needed, never freed under a recorded graph)."
     return scratch(f"{np.dtype(dtype).name} {role}", shape, dtype)
 
 # %% ../nbs/24_tensor_cores.ipynb #04b3b31e
@@ -485,8 +485,8 @@ def _ld(name: str, x) -> int:
 
 # %% ../nbs/24_tensor_cores.ipynb #cd537b33
 def tc_gemm(a, b, out=None, bias=None, trans_a: bool = False, trans_b: bool = False, version: int | str = 7,
-            config: TcConfig | None = None):
-    "out = op(a)·op(b) (+ bias) on the tensor cores: a, b bf16 (uint16) or float32 device arrays, out float32 [M,N]; v6, v7 (tile `config`, else `pick_tc_config`) or v8; `version` 'auto': v8 where `v8_fits`, else v7 (the training provider's choice)."
+            config: TcConfig | None = None, plan: tuple[int, int] | None = None):
+    "out = op(a)·op(b) (+ bias) on the tensor cores: a, b bf16 (uint16) or float32 device arrays, out float32 [M,N]; v6, v7 (tile `config`, else `pick_tc_config`) or v8 (`plan` (block width, k-splits), else `v8_plan`'s); `version` 'auto': v8 where `v8_fits`, else v7 (the training provider's choice)."
     M, K, N = gemm_dims(a, b, trans_a, trans_b, "tc_gemm", dtypes=(np.uint16, np.float32))
     if out is None: out = cuda.device_array((M, N), np.float32)
     check_args("tc_gemm", out=(out, (M, N), np.float32), bias=(bias, (N,), np.float32))
@@ -510,16 +510,13 @@ def tc_gemm(a, b, out=None, bias=None, trans_a: bool = False, trans_b: bool = Fa
             ptr(a), ptr(b), ptr(out), ptr(bias), M, N, K, lda, ldb, ldc, hb)
     elif version == 8:
         if not v8_fits(a, b, trans_a, trans_b): raise ValueError("tc_gemm: v8 needs a Hopper GPU and 16-byte-aligned operand rows (see v8_fits)")
-        bn, splits = v8_plan(M, N, K)
+        bn, splits = plan or v8_plan(M, N, K)
+        if bn not in V8_STAGES or int(splits) != splits or splits < 1: raise ValueError(f"tc_gemm: plan must be (block width in {list(V8_STAGES)}, k-splits >= 1), got {plan}")
         kernel = make_tc_kernel(8, False, None, bool(trans_a), bool(trans_b), bn)
         k_split, splits = v8_k_split(K, splits)          # whole slabs a split; no split without work
         grid = (cdiv(N, bn), cdiv(M, 128), splits)
-        if splits == 1:
-            kernel[(*launch(grid, 256), v8_shared_bytes(bn))](ptr(a), ptr(b), ptr(out), ptr(bias), M, N, K, lda, ldb, ldc, hb, k_split, 0)
-        else:                                            # partial products into a workspace, summed in order (deterministic)
-            ws = _scratch("splits", (splits, M, N), np.float32)
-            kernel[(*launch(grid, 256), v8_shared_bytes(bn))](ptr(a), ptr(b), ptr(ws), 0, M, N, K, lda, ldb, N, 0, k_split, M * N)
-            sum_splits_kernel[grid2d(N, M)](ws, out, out[0] if bias is None else bias, hb)
+        flags = v8_flags(grid[0] * grid[1]) if splits > 1 else None   # the splits of a tile sum in order through C
+        kernel[(*launch(grid, 256), v8_shared_bytes(bn))](ptr(a), ptr(b), ptr(out), ptr(bias), M, N, K, lda, ldb, ldc, hb, k_split, ptr(flags))
     else: raise ValueError(f"version must be 6, 7 or 8, got {version!r}")
     return out
 
@@ -700,44 +697,112 @@ __device__ __forceinline__ void v8_loop(float* d, u32 base, const bf16_t* A, con
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
   fence_acc(d);
 }
+#endif  // MINT_V8
+"""
 
-// Split-K: block z of the grid's third axis multiplies k in [z·k_split, (z+1)·k_split) into C + z·c_split (a
-// workspace that a second kernel sums in order); one split: k_split >= K, c_split 0.
+
+# %% ../nbs/24_tensor_cores.ipynb #e7c1a9d3
+# the entry point up to its product; the next cell: how the splits meet in C
+V8_ENTRY_HEAD = r"""
+#ifdef MINT_V8
+// Split-K summed in order inside the launch. Block z of the grid's third axis multiplies k in [z·k_split, (z+1)·k_split).
+// One split (pflags 0): it writes its tile of C. S splits: split z > 0 waits until its tile's flag reads z (split z-1
+// is done), adds the running sum that split left in C (splits 0 … z-1) to its accumulators and writes it back; all but
+// the last then set the flag to z+1 (after a fence: the sum is visible before the flag says so), the last adds the bias
+// and sets the flag back to 0 for the next product. The sum is ((p0 + p1) + p2) + … in split order: the same bits on
+// every run. A split waits only for a lower one, which the GPU dispatched before it (z is the grid's slowest axis).
+__device__ __forceinline__ int load_acquire(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
 extern "C" __device__ void MINT_NAME(i64 pa, i64 pb, i64 pc, i64 pbias, i64 M, i64 N, i64 K,
-                                     i64 lda, i64 ldb, i64 ldc, i64 has_bias, i64 k_split, i64 c_split) {
+                                     i64 lda, i64 ldb, i64 ldc, i64 has_bias, i64 k_split, i64 pflags) {
   extern __shared__ __align__(1024) unsigned char mint_smem[];
   const u32 base = (smem_u32(mint_smem) + 1023u) & ~1023u;          // the swizzle repeats every 1024 bytes
   const bf16_t* A = (const bf16_t*)pa;
   const bf16_t* B = (const bf16_t*)pb;
-  const int tid = threadIdx.x, wg = tid >> 7;
+  const int tid = threadIdx.x, wg = tid >> 7, S = gridDim.z, z = blockIdx.z;
   // blocks in groups of 8 block-rows, column by column: the blocks running together share A's rows and B's columns in L2
   const int gn = gridDim.x, per = 8 * gn, pid = blockIdx.y * gn + blockIdx.x, first = (pid / per) * 8;
   const int rows = min((int)gridDim.y - first, 8);
   const i64 m0 = (i64)(first + (pid % per) % rows) * BM, n0 = (i64)((pid % per) / rows) * BN;
-  const i64 k0 = (i64)blockIdx.z * k_split, k1 = min(K, k0 + k_split);
+  const i64 k0 = (i64)z * k_split, k1 = min(K, k0 + k_split);
   float d[NACC];
 #pragma unroll
   for (int i = 0; i < NACC; i++) d[i] = 0.0f;
   if (m0 + BM <= M && n0 + BN <= N && (k1 - k0) % BK == 0) v8_loop<true>(d, base, A, B, M, N, k0, k1, lda, ldb, m0, n0, tid, wg);
   else v8_loop<false>(d, base, A, B, M, N, k0, k1, lda, ldb, m0, n0, tid, wg);
-  float* C = (float*)pc + blockIdx.z * c_split;
+"""
+
+
+# %% ../nbs/24_tensor_cores.ipynb #e7c1a9d4
+TC_V8_ENTRY = V8_ENTRY_HEAD + r"""  float* C = (float*)pc;
   const float* bias = (const float*)pbias;
+  int* flag = (int*)pflags + pid;
   const int w = (tid & 127) >> 5, l = tid & 31;
-  const i64 row = m0 + wg * 64 + w * 16 + (l >> 2), col = n0 + 2 * (l & 3);
+  const i64 row = m0 + wg * 64 + w * 16 + (l >> 2), col = n0 + 2 * (l & 3);   // lane's rows g and g+8, columns 2t, 2t+1 of each n8
+  if (z > 0) {
+    if (tid == 0) while (load_acquire(flag) != z) {}
+    __syncthreads();                                                  // and both warpgroups are done with shared memory
+    if ((ldc & 3) == 0 && (pc & 15) == 0 && (N & 3) == 0) {
+      // The running sum's tile goes global -> shared in 16-byte cp.async chunks, all in flight at once (loaded straight
+      // into registers, the loads wait one after another: the accumulators hold the registers), rows of BN + 8 floats.
+      const float* T = (const float*)(mint_smem + (base - smem_u32(mint_smem)));
+#pragma unroll
+      for (int k = 0; k < BM * (BN / 4) / 256; k++) {
+        const int i = tid + 256 * k, rr = i / (BN / 4), cc = (i % (BN / 4)) * 4;
+        const bool ok = m0 + rr < M && n0 + cc < N;
+        cp16(base + (rr * (BN + 8) + cc) * 4, (const bf16_t*)(ok ? C + (m0 + rr) * ldc + n0 + cc : C), ok);
+      }
+      asm volatile("cp.async.commit_group;\n" ::);
+      asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+      __syncthreads();
+#pragma unroll
+      for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const float2 v = *reinterpret_cast<const float2*>(T + (row - m0 + 8 * h) * (BN + 8) + col - n0 + 8 * j);
+          d[4 * j + 2 * h] = v.x + d[4 * j + 2 * h];
+          d[4 * j + 2 * h + 1] = v.y + d[4 * j + 2 * h + 1];
+        }
+    } else {                                                          // C's rows not in 16-byte chunks: one by one, from L2
+#pragma unroll
+      for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const i64 r = row + 8 * h, c = col + 8 * j;
+          if (r >= M) continue;
+          float2 v = make_float2(0.0f, 0.0f);
+          if (c < N) v.x = __ldcg(C + r * ldc + c);
+          if (c + 1 < N) v.y = __ldcg(C + r * ldc + c + 1);
+          d[4 * j + 2 * h] = v.x + d[4 * j + 2 * h];
+          d[4 * j + 2 * h + 1] = v.y + d[4 * j + 2 * h + 1];
+        }
+    }
+  }
+  const bool add_bias = has_bias && z == S - 1;
 #pragma unroll
   for (int j = 0; j < BN / 8; j++)
 #pragma unroll
-    for (int h = 0; h < 2; h++) {                                     // lane's rows g and g+8, columns 2t, 2t+1 of each n8
+    for (int h = 0; h < 2; h++) {
       const i64 r = row + 8 * h, c = col + 8 * j;
       if (r >= M) continue;
       float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
-      if (has_bias) { if (c < N) v0 += bias[c]; if (c + 1 < N) v1 += bias[c + 1]; }
+      if (add_bias) { if (c < N) v0 += bias[c]; if (c + 1 < N) v1 += bias[c + 1]; }
       if (c + 1 < N && ((ldc | c) & 1) == 0) *reinterpret_cast<float2*>(C + r * ldc + c) = make_float2(v0, v1);
       else { if (c < N) C[r * ldc + c] = v0; if (c + 1 < N) C[r * ldc + c + 1] = v1; }
     }
+  if (S > 1 && z < S - 1) {
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) asm volatile("st.release.gpu.global.b32 [%0], %1;" :: "l"(flag), "r"(z + 1) : "memory");
+  } else if (S > 1 && tid == 0) *flag = 0;
 }
 #endif  // MINT_V8
 """
+
 
 # %% ../nbs/24_tensor_cores.ipynb #06370cfc
 V8_STAGES = {256: 4, 128: 6}      # stages of 64-wide slabs per block width (both about 197 KB of shared memory)
@@ -747,15 +812,16 @@ def v8_shared_bytes(bn: int) -> int:
     "Dynamic shared memory of a v8 block: stages × (A 128×64 + B bn×64 bf16), and 1024 bytes to align the swizzle."
     return V8_STAGES[bn] * (128 + bn) * 128 + 1024
 
-V8_TFLOPS, HBM_TBPS = 700, 3.0   # v8's rate at 4096³ and the memory bandwidth (H100 / H200, rounded down): the plan's time units
-V8_MAX_SPLITS = 8                 # the most k-splits a plan considers (five to seven won at the small dW products, H200 sweep)
+V8_TFLOPS = 700                  # v8's rate at 4096³ (H100 / H200, rounded down): the plan's time unit
+V8_LINK_S = 8e-6                  # what each split after the first adds to its tile's chain: wait, read the running sum, write it back
+V8_MAX_SPLITS = 8                 # the most k-splits a plan considers
 
 def v8_plan(M: int, N: int, K: int, sms: int | None = None) -> tuple[int, int]:
-    "(block width, k-splits) with the least modelled time: waves of one block per multiprocessor × a block's flops at its multiprocessor's share of V8_TFLOPS ÷ its speed, plus, for k-splits, the workspace (each split's partial C written and read back: 8·M·N bytes a split at HBM_TBPS); k-splits only for outputs with fewer blocks than multiprocessors, at most `V8_MAX_SPLITS`, each of at least four slabs."
+    "(block width, k-splits) with the least modelled time: waves of one block per multiprocessor × a block's flops at its multiprocessor's share of V8_TFLOPS ÷ its speed, plus, for k-splits, the chain of in-order sums (`V8_LINK_S` a split after the first); k-splits only for outputs with fewer blocks than multiprocessors, at most `V8_MAX_SPLITS`, each of at least four slabs."
     sms = sms or _sm_count()
     def cost(bn, s):
         block = 2 * 128 * bn * cdiv(K, s) / (V8_TFLOPS * 1e12 / sms) / V8_SPEED[bn]
-        return cdiv(cdiv(M, 128) * cdiv(N, bn) * s, sms) * block + (8 * s * M * N / (HBM_TBPS * 1e12) if s > 1 else 0)
+        return cdiv(cdiv(M, 128) * cdiv(N, bn) * s, sms) * block + (s - 1) * V8_LINK_S
     plans = [(bn, s) for bn in V8_STAGES for s in range(1, V8_MAX_SPLITS + 1)
              if s == 1 or (K // s >= 256 and cdiv(M, 128) * cdiv(N, bn) < sms)]     # split only what leaves multiprocessors idle
     return min(plans, key=lambda p: (cost(*p), p[1]))
@@ -765,14 +831,13 @@ def v8_k_split(K: int, splits: int) -> tuple[int, int]:
     k_split = cdiv(cdiv(K, splits), 64) * 64
     return k_split, cdiv(K, k_split)
 
-@cuda.jit(cache=True)
-def sum_splits_kernel(ws, out, bias, has_bias):
-    "out[i, j] = Σ_s ws[s, i, j] (+ bias[j]): the split-K partial products summed in order, so every run gives the same bits."
-    j, i = cuda.grid(2)
-    if i < out.shape[0] and j < out.shape[1]:
-        acc = ws[0, i, j]
-        for s in range(1, ws.shape[0]): acc += ws[s, i, j]
-        out[i, j] = acc + bias[j] if has_bias else acc
+_FLAGS = []                       # v8's per-tile flags (see v8_flags)
+
+def v8_flags(n: int):
+    "At least `n` int32 flags, zero between products (a product's last split resets its tile's): allocated zeroed, only ever grown, never freed (recorded graphs hold their address). Products split only below one tile a multiprocessor, so the first 1024 flags serve every GPU with fewer multiprocessors (the allocation never happens inside a graph's recording); one product at a time (one stream)."
+    if not _FLAGS or _FLAGS[-1].size < n: _FLAGS.append(cuda.to_device(np.zeros(max(n, 1024), np.int32)))
+    return _FLAGS[-1]
+
 
 # %% ../nbs/24_tensor_cores.ipynb #7bb051d3
 def _aligned16(x, extent: int) -> bool:
