@@ -31,7 +31,8 @@
 #      profile, bench_scale
 #   K: v8 split-K up to 8 splits (ten copies a graph), the GPU server with 8 requests a client, the d1024 row (2026-12-06 night)
 #   J: v8's k-splits summed in order inside the launch (2026-12-07): bench/v8_serial.py (every plan checked bit for bit
-#      against the two launches of before, both timed, cuBLAS bf16 in the same process), chapter 24's #| gpu cells, then
+#      against the two launches of before, both timed, cuBLAS bf16 in the same process; and its --last variant, written
+#      after the 12-07 runs and not yet run: the last split summing the others' partials), chapter 24's #| gpu cells, then
 #      the d512 and d768 rows with v8 (bench_scale, PyTorch bf16 + compile first) in the time left of J_S (480) s
 #   SC: bench_scale alone (SC_CONFIGS, SC_GEMMS, SC_S), PyTorch bf16 + compile first
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,

@@ -4,7 +4,8 @@ split order; that entry point and kernel are kept here as BEFORE and `sum_splits
 z of a tile waits until split z-1 has left the running sum of splits 0 … z-1 in C (a flag per tile), adds its own
 accumulators to it in registers and writes it back; the last split adds the bias. Both add in the same order, so each
 plan is checked bit for bit (with and without a bias) before it is timed. Every product at every (block width, splits)
-plan, as CUDA graphs of `--per-graph` copies, cuBLAS bf16 in the same process. Prints TFLOP/s and ratios; JSON to
+plan, as CUDA graphs of `--per-graph` copies, cuBLAS bf16 in the same process. With `--last` (the default) also a
+third way, LAST_TAIL, not yet run on a GPU when it was written: see its comment. Prints TFLOP/s and ratios; JSON to
 $OUT/v8_serial.json (else bench/results/).
 
     python bench/v8_serial.py --splits 1 2 3 4 5 6 7 8 --per-graph 10
@@ -68,6 +69,90 @@ extern "C" __device__ void MINT_NAME(i64 pa, i64 pb, i64 pc, i64 pbias, i64 M, i
 """
 
 
+# A third way, not yet run on a GPU (written 2026-12-07 after the device time was spent): the splits but the last write
+# their partial products into a workspace at once (no chain), count themselves done on a counter per tile, and the last
+# split waits for them, then adds each partial, staged through shared memory as in the chapter, to its own
+# accumulators: d = ((p_last + p_0) + p_1) + … (deterministic; other bits than the chapter's in-order sum, so it is
+# checked against the two launches to float tolerance, and against itself bit for bit). The workspace is COUNTERS int
+# counters, one per tile (zero between products: the last split resets its own), then the (S-1) partial products [M, N].
+COUNTERS = 4096
+LAST_TAIL = f"#define MINT_COUNTERS {COUNTERS}\n" + r"""  float* C = (float*)pc;
+  const float* bias = (const float*)pbias;
+  int* cnt = (int*)pflags + pid;
+  float* ws = (float*)pflags + MINT_COUNTERS;
+  const int w = (tid & 127) >> 5, l = tid & 31;
+  const i64 row = m0 + wg * 64 + w * 16 + (l >> 2), col = n0 + 2 * (l & 3);
+  if (S > 1 && z < S - 1) {                                           // a partial product: into the workspace, then count
+    float* P = ws + (i64)z * M * N;
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const i64 r = row + 8 * h, c = col + 8 * j;
+        if (r >= M) continue;
+        if (c + 1 < N && ((N | c) & 1) == 0) *reinterpret_cast<float2*>(P + r * N + c) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+        else { if (c < N) P[r * N + c] = d[4 * j + 2 * h]; if (c + 1 < N) P[r * N + c + 1] = d[4 * j + 2 * h + 1]; }
+      }
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) atomicAdd(cnt, 1);
+    return;
+  }
+  if (S > 1) {
+    if (tid == 0) while (load_acquire(cnt) != S - 1) {}
+    __syncthreads();                                                  // and both warpgroups are done with shared memory
+    const float* T = (const float*)(mint_smem + (base - smem_u32(mint_smem)));
+    for (int s = 0; s < S - 1; s++) {
+      const float* P = ws + (i64)s * M * N;
+      if ((N & 3) == 0) {
+#pragma unroll 4                                                  // a rolled copy loop: the full unroll kept 32 addresses live and spilled
+        for (int k = 0; k < BM * (BN / 4) / 256; k++) {
+          const int i = tid + 256 * k, rr = i / (BN / 4), cc = (i % (BN / 4)) * 4;
+          const bool ok = m0 + rr < M && n0 + cc < N;
+          cp16(base + (rr * (BN + 8) + cc) * 4, (const bf16_t*)(ok ? P + (m0 + rr) * N + n0 + cc : P), ok);
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
+        asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+          for (int h = 0; h < 2; h++) {
+            const float2 v = *reinterpret_cast<const float2*>(T + (row - m0 + 8 * h) * (BN + 8) + col - n0 + 8 * j);
+            d[4 * j + 2 * h] += v.x;
+            d[4 * j + 2 * h + 1] += v.y;
+          }
+        __syncthreads();                                              // T is refilled by the next partial
+      } else {
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+          for (int h = 0; h < 2; h++) {
+            const i64 r = row + 8 * h, c = col + 8 * j;
+            if (r >= M) continue;
+            if (c < N) d[4 * j + 2 * h] += __ldcg(P + r * N + c);
+            if (c + 1 < N) d[4 * j + 2 * h + 1] += __ldcg(P + r * N + c + 1);
+          }
+      }
+    }
+    if (tid == 0) *cnt = 0;                                           // ready for the next product
+  }
+#pragma unroll
+  for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const i64 r = row + 8 * h, c = col + 8 * j;
+      if (r >= M) continue;
+      float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
+      if (has_bias) { if (c < N) v0 += bias[c]; if (c + 1 < N) v1 += bias[c + 1]; }
+      if (c + 1 < N && ((ldc | c) & 1) == 0) *reinterpret_cast<float2*>(C + r * ldc + c) = make_float2(v0, v1);
+      else { if (c < N) C[r * ldc + c] = v0; if (c + 1 < N) C[r * ldc + c + 1] = v1; }
+    }
+}
+#endif  // MINT_V8
+"""
+
+
 @cuda.jit
 def sum_splits_kernel(ws, out, bias, has_bias):
     "out[i, j] = Σ_s ws[s, i, j] (+ bias[j]): the partial products summed in split order (v8's second launch until 2026-12-07)."
@@ -81,14 +166,19 @@ def sum_splits_kernel(ws, out, bias, has_bias):
 _KERNELS, _WS = {}, {}
 
 
-def before_kernel(bn: int, ta: bool, tb: bool):
-    "v8 with the entry point it had before 2026-12-07 (C + z·c_split: a split's partial product at its place in a workspace)."
-    key = (bn, ta, tb)
+def before_source(bn: int, ta: bool, tb: bool, entry: str = "before") -> tuple[str, str]:
+    "(name, CUDA source) of v8 with another entry point: 'before' (BEFORE) or 'last' (the chapter's head + LAST_TAIL)."
+    name, src = TC.tc_source(8, False, None, ta, tb, bn)
+    assert src.endswith(TC.TC_V8_ENTRY)
+    tail = BEFORE if entry == "before" else TC.V8_ENTRY_HEAD + LAST_TAIL
+    return f"{name}_{entry}", src[:-len(TC.TC_V8_ENTRY)].replace(name, f"{name}_{entry}") + tail
+
+
+def before_kernel(bn: int, ta: bool, tb: bool, entry: str = "before"):
+    "v8 with the entry point it had before 2026-12-07 (C + z·c_split: a split's partial product at its place in a workspace), or with LAST_TAIL's."
+    key = (bn, ta, tb, entry)
     if key not in _KERNELS:
-        name, src = TC.tc_source(8, False, None, ta, tb, bn)
-        assert src.endswith(TC.TC_V8_ENTRY)
-        name2 = name + "_before"
-        src = src[:-len(TC.TC_V8_ENTRY)].replace(name, name2) + BEFORE
+        name2, src = before_source(bn, ta, tb, entry)
         fn = cuda.declare_device(name2, TC._SIG8, link=[cuda.CUSource(src)], abi="c")
         @cuda.jit(TC._SIG8, launch_bounds=(256, 1))
         def k(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, c_split):
@@ -116,12 +206,30 @@ def before_gemm(a, b, out, bias, ta, tb, bn, splits):
     return out
 
 
+def last_gemm(a, b, out, bias, ta, tb, bn, splits):
+    "The product with LAST_TAIL's entry: the splits but the last into a workspace at once, the last summing them (one launch)."
+    M, N = out.shape
+    K = a.shape[0] if ta else a.shape[1]
+    k_split, splits = TC.v8_k_split(K, splits)
+    grid = (cdiv(N, bn), cdiv(M, 128), splits)
+    p = lambda x: 0 if x is None else x.device_ctypes_pointer.value
+    assert grid[0] * grid[1] <= COUNTERS, (M, N, bn)
+    n = COUNTERS + (splits - 1) * M * N                                 # the counters (never written but by the kernel), then the partials
+    if splits > 1 and (_WS.get("last") is None or _WS["last"].size < n): _WS["last"] = cuda.to_device(np.zeros(n, np.int32))
+    before_kernel(bn, ta, tb, "last")[(*launch(grid, 256), TC.v8_shared_bytes(bn))](
+        p(a), p(b), p(out), p(bias), M, N, K, a.shape[1], b.shape[1], out.shape[1], int(bias is not None), k_split,
+        p(_WS["last"]) if splits > 1 else 0)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--splits", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6, 7, 8], help="k-splits swept per block width (default 1 … 8)")
     ap.add_argument("--only", nargs="+", default=None, help="the products to time, by label (default all seven)")
     ap.add_argument("--per-graph", type=int, default=10, help="copies of the product recorded back to back in each graph (default 10)")
     ap.add_argument("--rounds", type=int, default=5, help="timed rounds per number (the median; default 5)")
+    ap.add_argument("--last", action=argparse.BooleanOptionalAction, default=True,
+                    help="also time LAST_TAIL's entry (splits into a workspace at once, the last summing them; default on)")
     a = ap.parse_args()
     unknown = set(a.only or ()) - {s[0] for s in SHAPES}
     if unknown: ap.error(f"--only: no product {sorted(unknown)}; the products are {[s[0] for s in SHAPES]}")
@@ -150,6 +258,15 @@ def main():
                     TC.tc_gemm(da, db, c_new, hb, ta, tb, 8, plan=(bn, sp))
                     assert np.array_equal(first, bits(c_new)), (label, bn, sp, "not the same bits twice")
                     assert np.array_equal(first, bits(c_old)), (label, bn, sp, hb is not None, "in-order sum differs from the two launches")
+                if a.last:                                   # the third way: float tolerance against the two launches, the same bits twice
+                    for hb in (dbias, None):
+                        before_gemm(da, db, c_old, hb, ta, tb, bn, sp); last_gemm(da, db, c_new, hb, ta, tb, bn, sp)
+                        first, ref = c_new.copy_to_host(), c_old.copy_to_host()
+                        last_gemm(da, db, c_new, hb, ta, tb, bn, sp)
+                        assert np.array_equal(first.view(np.uint32), bits(c_new)), (label, bn, sp, "last: not the same bits twice")
+                        err = float(np.linalg.norm(first - ref) / np.linalg.norm(ref))
+                        assert err < 1e-5, (label, bn, sp, hb is not None, "last differs from the two launches", err)
+                    row[f"last_bn{bn}_s{sp}"] = flop / tg(capture(rep(lambda: last_gemm(da, db, c_new, None, ta, tb, bn, sp)))) / 1e12
                 row[f"inorder_bn{bn}_s{sp}"] = flop / tg(capture(rep(lambda: TC.tc_gemm(da, db, c_new, None, ta, tb, 8, plan=(bn, sp))))) / 1e12
                 row[f"before_bn{bn}_s{sp}"] = flop / tg(capture(rep(lambda: before_gemm(da, db, c_old, None, ta, tb, bn, sp)))) / 1e12
         best = lambda p: max((v, k[len(p):]) for k, v in row.items() if k.startswith(p))
@@ -160,7 +277,11 @@ def main():
         cb = row["cublas_graph"]
         print(f"{label:18s} cuBLAS {cb:5.0f} | before: best {bb:5.0f} ({kb}, {bb / cb:.2f}x) | in order: best {bi:5.0f} ({ki}, {bi / cb:.2f}x), "
               f"v8_plan {tuple(row['plan'])} {planned:5.0f} ({planned / cb:.2f}x)", flush=True)
-        for p in ("before_bn", "inorder_bn"):
+        if a.last:
+            bl, kl = best("last_bn")
+            row.update(best_last=bl, best_last_plan=kl)
+            print(f"{'':18s} last split sums: best {bl:5.0f} ({kl}, {bl / cb:.2f}x)", flush=True)
+        for p in ("before_bn", "inorder_bn", "last_bn"):
             print(f"    {p[:-3]:9s}" + ", ".join(f"{k[len(p):]} {v:.0f}" for k, v in row.items() if k.startswith(p)), flush=True)
     dest = Path(os.environ.get("OUT", "bench/results")) / "v8_serial.json"
     dest.write_text(json.dumps(out, indent=1) + "\n")
