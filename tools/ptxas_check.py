@@ -1,4 +1,4 @@
-"""Compile Mint's tensor-core kernels (chapter 24's v7 and v8, and bench/v8_serial.py's other v8 entry points) for a GPU
+"""Compile Mint's tensor-core kernels (chapter 24's v7 and v8, chapter 26's flash-tc, bench/v8_serial.py's other v8 entry points) for a GPU
 architecture without a GPU: NVRTC turns each CUDA C++ source into PTX and nvJitLink assembles it, printing what ptxas
 says of it (registers, spill stores and loads, stack). A compile error or a spill shows up here, before device time is
 spent. Both libraries come from NVIDIA's pip wheels, which this script does not install:
@@ -18,11 +18,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")     # mint imports without a GPU; the sources are plain strings
 
-def wrap(name: str, nargs: int, threads: int) -> str:
-    "A kernel calling the device function `name` (int64 arguments, as numba's wrapper does), so that ptxas reports on it."
-    args = [f"a{i}" for i in range(nargs)]
-    return (f'\nextern "C" __global__ void __launch_bounds__({threads}, 1) ptxas_check_entry('
-            + ", ".join(f"i64 {x}" for x in args) + f") {{ {name}(" + ", ".join(args) + "); }\n")
+def wrap(name: str, types: list[str], threads: int | None) -> str:
+    "A kernel calling the device function `name` with arguments of C `types` (as numba's wrapper does), so that ptxas reports on it."
+    args = [f"a{i}" for i in range(len(types))]
+    bounds = f"__launch_bounds__({threads}, 1) " if threads else ""
+    return (f'\nextern "C" __global__ void {bounds}ptxas_check_entry(' + ", ".join(f"{t} {x}" for t, x in zip(types, args))
+            + f") {{ {name}(" + ", ".join(args) + "); }\n")
 
 
 def find_lib(root: Path, pattern: str) -> Path:
@@ -50,9 +51,9 @@ class Toolchain:
         buf = ctypes.create_string_buffer(n.value); self.nvrtc.nvrtcGetPTX(prog, buf)
         return buf.raw, log.value.decode(errors="replace")
 
-    def assemble(self, ptx: bytes) -> tuple[bool, str]:
+    def assemble(self, ptx: bytes, max_registers: int | None = None) -> tuple[bool, str]:
         h = ctypes.c_void_p()
-        opts = [f"-arch={self.arch}".encode(), b"-verbose", b"-O3"]
+        opts = [f"-arch={self.arch}".encode(), b"-verbose", b"-O3"] + ([f"-maxrregcount={max_registers}".encode()] if max_registers else [])
         if self.jit.nvJitLinkCreate(ctypes.byref(h), len(opts), (ctypes.c_char_p * len(opts))(*opts)): return False, "nvJitLinkCreate failed"
         ok = self.jit.nvJitLinkAddData(h, 2, ptx, len(ptx), b"kernel.ptx") == 0 and self.jit.nvJitLinkComplete(h) == 0   # 2: PTX input
         logs = []
@@ -63,22 +64,29 @@ class Toolchain:
 
 
 def sources():
-    "(label, entry function name, int64 argument count, threads, CUDA source) of every kernel checked."
-    import mint.tensor_cores as TC
+    "(label, device function, its argument types, threads for __launch_bounds__ or None, register cap or None, CUDA source) of every kernel checked."
+    import numpy as np
+    import mint.tensor_cores as TC, mint.flash_tc as F
     for ta in (False, True):
         for tb in (False, True):
             for bn in TC.V8_STAGES:
                 name, src = TC.tc_source(8, False, None, ta, tb, bn)
-                yield f"v8 {bn} ta={int(ta)} tb={int(tb)}", name, 13, 256, src
+                yield f"v8 {bn} ta={int(ta)} tb={int(tb)}", name, ["i64"] * 13, 256, None, src
             cfg = TC.V7_TILES[0]
             name, src = TC.tc_source(7, False, cfg, ta, tb)
-            yield f"v7 {cfg} ta={int(ta)} tb={int(tb)}", name, 11, cfg.threads, src
+            yield f"v7 {cfg} ta={int(ta)} tb={int(tb)}", name, ["i64"] * 11, cfg.threads, None, src
+    u, i = "unsigned long long", "int"
+    for hd in F.HEAD_DIMS:                                    # chapter 26: bf16 q, k, v; fp32 dout and out (training's)
+        src, name = F.tc_source(hd, np.uint16, np.float32, np.float32)
+        caps = F.MAX_REGISTERS if hd <= 64 else {}
+        for part, types in (("fwd", [u] * 6 + [i] * 6), ("dq", [u] * 10 + [i] * 8), ("dkdv", [u] * 9 + [i] * 8)):
+            yield f"flash-tc {part} head_dim {hd}", f"mint_{part}_{name}", types + ["float"], None, caps.get(part), src
     try: import v8_serial
     except ImportError: return
     for entry in ("before", "last"):
         for bn in TC.V8_STAGES:
             name, src = v8_serial.before_source(bn, True, False, entry)
-            yield f"bench/v8_serial.py {entry} {bn} ta=1 tb=0", name, 13, 256, src
+            yield f"bench/v8_serial.py {entry} {bn} ta=1 tb=0", name, ["i64"] * 13, 256, None, src
 
 
 def main():
@@ -87,11 +95,11 @@ def main():
     ap.add_argument("--arch", default="sm_90a", help="the GPU architecture (default sm_90a: v8's wgmma needs it)")
     a = ap.parse_args()
     tools, bad = Toolchain(a.lib, a.arch), 0
-    for label, name, nargs, threads, src in sources():
-        ptx, log = tools.ptx(src + wrap(name, nargs, threads))
+    for label, name, types, threads, cap, src in sources():
+        ptx, log = tools.ptx(src + wrap(name, types, threads))
         if ptx is None:
             print(f"{label}: does not compile\n{log}"); bad += 1; continue
-        ok, log = tools.assemble(ptx)
+        ok, log = tools.assemble(ptx, cap)
         regs = re.search(r"Used (\d+) registers", log)
         spill = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
         spills = bool(spill) and any(int(x) for x in spill.groups()[1:])
