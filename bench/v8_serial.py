@@ -22,11 +22,7 @@ from numba import cuda                                                  # noqa: 
 from mint.core import cdiv                                              # noqa: E402
 from mint.cublas import cublas_gemm                                     # noqa: E402
 from mint.kernels import time_device, capture, launch, grid2d           # noqa: E402
-
-SHAPES = [("d768 qkv dW dYt.X", 2304, 768, 16384, True, False), ("d512 gate-up dW", 3072, 512, 8192, True, False),
-          ("d768 gate-up dW", 4608, 768, 16384, True, False), ("d768 out dW", 768, 768, 16384, True, False),
-          ("d512 qkv dW", 1536, 512, 8192, True, False), ("d768 down dW", 768, 3072, 16384, True, False),
-          ("4096³ NT", 4096, 4096, 4096, False, True)]
+from v8_splitk import SHAPES                                            # noqa: E402  (the same seven products as the split sweep)
 
 BEFORE = r"""
 #ifdef MINT_V8
@@ -166,7 +162,7 @@ def sum_splits_kernel(ws, out, bias, has_bias):
 _KERNELS, _WS = {}, {}
 
 
-def before_source(bn: int, ta: bool, tb: bool, entry: str = "before") -> tuple[str, str]:
+def variant_source(bn: int, ta: bool, tb: bool, entry: str = "before") -> tuple[str, str]:
     "(name, CUDA source) of v8 with another entry point: 'before' (BEFORE) or 'last' (the chapter's head + LAST_TAIL)."
     name, src = TC.tc_source(8, False, None, ta, tb, bn)
     assert src.endswith(TC.TC_V8_ENTRY)
@@ -174,11 +170,11 @@ def before_source(bn: int, ta: bool, tb: bool, entry: str = "before") -> tuple[s
     return f"{name}_{entry}", src[:-len(TC.TC_V8_ENTRY)].replace(name, f"{name}_{entry}") + tail
 
 
-def before_kernel(bn: int, ta: bool, tb: bool, entry: str = "before"):
+def variant_kernel(bn: int, ta: bool, tb: bool, entry: str = "before"):
     "v8 with the entry point it had before 2026-12-07 (C + z·c_split: a split's partial product at its place in a workspace), or with LAST_TAIL's."
     key = (bn, ta, tb, entry)
     if key not in _KERNELS:
-        name2, src = before_source(bn, ta, tb, entry)
+        name2, src = variant_source(bn, ta, tb, entry)
         fn = cuda.declare_device(name2, TC._SIG8, link=[cuda.CUSource(src)], abi="c")
         @cuda.jit(TC._SIG8, launch_bounds=(256, 1))
         def k(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, c_split):
@@ -188,14 +184,22 @@ def before_kernel(bn: int, ta: bool, tb: bool, entry: str = "before"):
     return _KERNELS[key]
 
 
-def before_gemm(a, b, out, bias, ta, tb, bn, splits):
-    "The product as v8 ran it before 2026-12-07: one launch for one split; else the splits into a workspace and sum_splits_kernel."
+_ptr = lambda x: 0 if x is None else x.device_ctypes_pointer.value
+
+
+def _grid(a, out, ta: bool, bn: int, splits: int):
+    "(M, N, K, k_split, grid) of a v8 launch as tc_gemm makes it: whole slabs a split, none without work; grid (tile columns, tile rows, splits)."
     M, N = out.shape
     K = a.shape[0] if ta else a.shape[1]
     k_split, splits = TC.v8_k_split(K, splits)
-    grid = (cdiv(N, bn), cdiv(M, 128), splits)
-    p = lambda x: 0 if x is None else x.device_ctypes_pointer.value
-    k, hb = before_kernel(bn, ta, tb), int(bias is not None)
+    return M, N, K, k_split, (cdiv(N, bn), cdiv(M, 128), splits)
+
+
+def before_gemm(a, b, out, bias, ta, tb, bn, splits):
+    "The product as v8 ran it before 2026-12-07: one launch for one split; else the splits into a workspace and sum_splits_kernel."
+    M, N, K, k_split, grid = _grid(a, out, ta, bn, splits)
+    splits, p = grid[2], _ptr
+    k, hb = variant_kernel(bn, ta, tb), int(bias is not None)
     if splits == 1:
         k[(*launch(grid, 256), TC.v8_shared_bytes(bn))](p(a), p(b), p(out), p(bias), M, N, K, a.shape[1], b.shape[1], out.shape[1], hb, k_split, 0)
         return out
@@ -208,15 +212,12 @@ def before_gemm(a, b, out, bias, ta, tb, bn, splits):
 
 def last_gemm(a, b, out, bias, ta, tb, bn, splits):
     "The product with LAST_TAIL's entry: the splits but the last into a workspace at once, the last summing them (one launch)."
-    M, N = out.shape
-    K = a.shape[0] if ta else a.shape[1]
-    k_split, splits = TC.v8_k_split(K, splits)
-    grid = (cdiv(N, bn), cdiv(M, 128), splits)
-    p = lambda x: 0 if x is None else x.device_ctypes_pointer.value
+    M, N, K, k_split, grid = _grid(a, out, ta, bn, splits)
+    splits, p = grid[2], _ptr
     assert grid[0] * grid[1] <= COUNTERS, (M, N, bn)
     n = COUNTERS + (splits - 1) * M * N                                 # the counters (never written but by the kernel), then the partials
     if splits > 1 and (_WS.get("last") is None or _WS["last"].size < n): _WS["last"] = cuda.to_device(np.zeros(n, np.int32))
-    before_kernel(bn, ta, tb, "last")[(*launch(grid, 256), TC.v8_shared_bytes(bn))](
+    variant_kernel(bn, ta, tb, "last")[(*launch(grid, 256), TC.v8_shared_bytes(bn))](
         p(a), p(b), p(out), p(bias), M, N, K, a.shape[1], b.shape[1], out.shape[1], int(bias is not None), k_split,
         p(_WS["last"]) if splits > 1 else 0)
     return out

@@ -85,7 +85,7 @@ def sources():
     except ImportError: return
     for entry in ("before", "last"):
         for bn in TC.V8_STAGES:
-            name, src = v8_serial.before_source(bn, True, False, entry)
+            name, src = v8_serial.variant_source(bn, True, False, entry)
             yield f"bench/v8_serial.py {entry} {bn} ta=1 tb=0", name, ["i64"] * 13, 256, None, src
 
 
