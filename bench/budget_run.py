@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 from mint import data as D  # noqa: E402
 from mint.budget import parse_budget, plan_steps, replan_steps  # noqa: E402
 from mint.core import preset, seed_everything, temp_dir  # noqa: E402
-from mint.pipeline import bits_summary  # noqa: E402
+from mint.pipeline import bits_summary, load_samples  # noqa: E402
 from mint.model import init_params  # noqa: E402
 from mint.optim import lr_at, warmup_steps  # noqa: E402
 from mint.pipeline import train_corpus  # noqa: E402
@@ -45,7 +45,9 @@ def torch_run(a, budget_s: float) -> dict:
     from torch_model import MintTorch, load_flat, batch_to_torch, loss_of_batch
     from torch_train_peoples_daily import evaluate
     t_start = time.perf_counter()
-    train_s, val_s = D.split_tail(D.load_peoples_daily(max_lines=a.max_lines), 0.05)
+    kind, samples, _, _ = load_samples(a.data, max_samples=a.max_lines)          # what Mint's train_corpus reads
+    if kind != "lm": raise SystemExit(f"--data {a.data}: a {kind} corpus; the budget race is for plain text (language modelling)")
+    train_s, val_s = D.split_tail(samples, 0.05)
     vocab = build_tokenizer(a.tokenizer, train_s, a.vocab_size)
     cfg = preset(a.preset, len(vocab))
     T, B = cfg.max_seq_len, a.batch_size
@@ -121,7 +123,7 @@ def mint_run(a, budget_s: float) -> dict:
     from mint.gemm import gemm_provider
     t0 = time.perf_counter()
     out = temp_dir() / "run"
-    with gemm_provider(a.gemm): rep = train_corpus("peoples_daily", a.preset, TrainConfig(batch_size=a.batch_size, lr=a.lr, seed=a.seed),
+    with gemm_provider(a.gemm): rep = train_corpus(a.data, a.preset, TrainConfig(batch_size=a.batch_size, lr=a.lr, seed=a.seed),
                        out, max_samples=a.max_lines, device=a.device, progress=False,
                        log=lambda *x, **k: None, tokenizer=a.tokenizer, vocab_size=a.vocab_size, budget=budget_s)
     b = rep["budget"]
@@ -157,7 +159,7 @@ def latest_pair(a) -> list[dict]:
     path = benchlib.RESULTS / "budget_run.jsonl"
     for line in path.read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
-        args = {"gemm": "mint", "peer_compile": False, **rec["args"]}      # records from before these options
+        args = {"gemm": "mint", "peer_compile": False, "data": "peoples_daily", **rec["args"]}      # records from before these options
         if {k: v for k, v in args.items() if k not in ("side", "pair")} != settings(a): continue
         for r in map(whole_set, rec["rows"]):
             found[r["side"]] = {**r, "side": f"{r['side']} ({rec['date'][:16]}, {rec['host'].get('device', '?')}){' *' if r.get('rescaled') else ''}"}
@@ -185,6 +187,8 @@ def main(argv=None):
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--tokenizer", default="char", choices=["char", "bpe"])
     ap.add_argument("--vocab-size", type=int, default=None)
+    ap.add_argument("--data", default="peoples_daily", help="the corpus, as `mint train --data` takes it (default peoples_daily); "
+                    "plain text only; bench/poetry_corpus.py builds a 30M-character one that five minutes on an H200 do not exhaust")
     ap.add_argument("--max", type=int, default=None, dest="max_lines", help="first N lines of the corpus (default all)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gemm", default="mint", choices=["mint", "cublas", "cublas-tf32", "cublas-bf16", "tc"],

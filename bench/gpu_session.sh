@@ -98,8 +98,12 @@ elif [ "$PART" = YM ] || [ "$PART" = YT ]; then
   #    to $OUT; then on the development machine: append both records to bench/results/budget_run.jsonl and run
   #    python bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --gemm cublas-tf32 --peer-compile --pair
 #    (each side's fastest: Mint with cuBLAS TF32, the peer TF32 + fused Adam + torch.compile, its compile inside the budget)
+  #    RACE_DATA=poetry: on bench/poetry_corpus.py's 30 M characters instead of People's Daily (carry .gpu_site/poetry.txt.xz,
+  #    made by `xz -T2 -c poetry.txt > .gpu_site/poetry.txt.xz`: with .whl, 65.5 MB of the 64 MiB a call carries)
   side=$([ "$PART" = YM ] && echo mint || echo torch)
-  ( time timeout 480 python3 bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --gemm cublas-tf32 --peer-compile --side $side ) > "$OUT/budget_$side.log" 2>&1
+  data=peoples_daily
+  if [ "${RACE_DATA:-}" = poetry ]; then xz -dc .gpu_site/poetry.txt.xz > /tmp/poetry.txt || exit 1; data=/tmp/poetry.txt; fi
+  ( time timeout 540 python3 bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --gemm cublas-tf32 --peer-compile --side $side --data $data ) > "$OUT/budget_$side.log" 2>&1
   tail -6 "$OUT/budget_$side.log"; tail -1 bench/results/budget_run.jsonl > "$OUT/budget_run_$side.jsonl"; ls -la "$OUT"
   [ -n "${NBS:-}" ] && PART=N    # NBS="nbs/27_recompute.ipynb": the notebooks of part N after the budget run
 fi

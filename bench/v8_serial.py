@@ -23,6 +23,8 @@ from mint.core import cdiv                                              # noqa: 
 from mint.cublas import cublas_gemm                                     # noqa: E402
 from mint.kernels import time_device, capture, launch, grid2d           # noqa: E402
 from v8_splitk import SHAPES                                            # noqa: E402  (the same seven products as the split sweep)
+# and one product for the checks' sake: odd N (C's rows are not 8-byte aligned: the running sum falls back to __ldcg) and B transposed
+CHECKS = [("odd N, B^T (check)", 136, 263, 16384, False, True)]
 
 BEFORE = r"""
 #ifdef MINT_V8
@@ -226,14 +228,14 @@ def last_gemm(a, b, out, bias, ta, tb, bn, splits):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--splits", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6, 7, 8], help="k-splits swept per block width (default 1 … 8)")
-    ap.add_argument("--only", nargs="+", default=None, help="the products to time, by label (default all seven)")
+    ap.add_argument("--only", nargs="+", default=None, help="the products to time, by label (default all seven and the odd-N check)")
     ap.add_argument("--per-graph", type=int, default=10, help="copies of the product recorded back to back in each graph (default 10)")
     ap.add_argument("--rounds", type=int, default=5, help="timed rounds per number (the median; default 5)")
     ap.add_argument("--last", action=argparse.BooleanOptionalAction, default=True,
                     help="also time LAST_TAIL's entry (splits into a workspace at once, the last summing them; default on)")
     a = ap.parse_args()
-    unknown = set(a.only or ()) - {s[0] for s in SHAPES}
-    if unknown: ap.error(f"--only: no product {sorted(unknown)}; the products are {[s[0] for s in SHAPES]}")
+    unknown = set(a.only or ()) - {s[0] for s in SHAPES + CHECKS}
+    if unknown: ap.error(f"--only: no product {sorted(unknown)}; the products are {[s[0] for s in SHAPES + CHECKS]}")
     dev = cuda.get_current_device()
     name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
     out = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), device=name, rows=[],
@@ -241,7 +243,7 @@ def main():
     rep = lambda f: (lambda: [f() for _ in range(a.per_graph)])          # a graph of per_graph copies
     tg = lambda g: time_device(g.launch, rounds=a.rounds) / a.per_graph
     bits = lambda x: x.copy_to_host().view(np.uint32)
-    for label, M, N, K, ta, tb in SHAPES:
+    for label, M, N, K, ta, tb in SHAPES + CHECKS:
         if a.only and label not in a.only: continue
         _, _, a16, b16, bias = TC.tc_problem(M, N, K, ta, tb, seed=1)
         da, db, dbias = cuda.to_device(a16), cuda.to_device(b16), cuda.to_device(bias)

@@ -372,3 +372,24 @@ def test_the_leak_finder_finds_each_kind(tmp_path):
 
 def test_no_scratch_folder_is_left_behind():
     assert not scratch_leaks(), f"scratch folders or files never removed (use mint.core.temp_dir): {scratch_leaks()}"
+
+
+def test_poetry_corpus_reads_the_poems_and_leaves_out_the_rest(tmp_path):
+    "bench/poetry_corpus.py (the budget race's larger corpus): poems from every collection's JSON, however nested, as 'title author' + lines; tone patterns, ranks and biographies left out."
+    import io, tarfile, pytest
+    spec = importlib.util.spec_from_file_location("poetry_corpus", ROOT / "bench" / "poetry_corpus.py")
+    pc = importlib.util.module_from_spec(spec); spec.loader.exec_module(pc)
+    files = {"package/dist/quantangshi/poet.tang.0.json": [{"title": "靜夜思", "author": "李白", "paragraphs": ["床前明月光，疑是地上霜。", "舉頭望明月，低頭思故鄉。"]}],
+             "package/dist/shijing/shijing.json": {"国风": [{"title": "关雎", "content": [["关关雎鸠，在河之洲。"]]}]},
+             "package/dist/quantangshi/authors.tang.json": [{"name": "李白", "desc": "字太白", "paragraphs": ["不是诗"]}],
+             "package/dist/strains/x.json": [{"paragraphs": ["平平仄仄"]}], "package/README.md": "# x"}
+    tgz = tmp_path / "p.tgz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        for name, v in files.items():
+            data = (v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)).encode("utf-8")
+            info = tarfile.TarInfo(name); info.size = len(data); tar.addfile(info, io.BytesIO(data))
+    blocks, per = pc.poems(tgz)
+    assert blocks == ["靜夜思 李白\n床前明月光，疑是地上霜。\n舉頭望明月，低頭思故鄉。\n\n", "关雎\n关关雎鸠，在河之洲。\n\n"]
+    assert set(per) == {"quantangshi", "shijing"}
+    with pytest.raises(SystemExit, match="not chinese-poetry 2.0.1"): pc.main([str(tgz), str(tmp_path / "out.txt")])
+    assert not (tmp_path / "out.txt").exists()
