@@ -267,11 +267,15 @@ elif [ "$PART" = K ]; then
   tar cf "$OUT/k.tar" -C /tmp klogs; ls -la "$OUT"
 elif [ "$PART" = J ]; then
   L=/tmp/jlogs; mkdir -p $L
-  ( time timeout 200 python3 bench/v8_serial.py --per-graph 10 --rounds 5 ) > $L/v8_serial.log 2>&1
-  echo "v8_serial rc $? at ${SECONDS}s"; grep -v "^    \|WARNING" $L/v8_serial.log | tail -10 | cut -c1-220
+  # J_ONLY="label;label": v8_serial.py --only those products; J_NB24=0: without chapter 24's cells
+  only=(); [ -n "${J_ONLY:-}" ] && IFS=';' read -ra labels <<< "$J_ONLY" && only=(--only "${labels[@]}")
+  ( time timeout 200 python3 bench/v8_serial.py --per-graph 10 --rounds 5 ${only[@]+"${only[@]}"} ) > $L/v8_serial.log 2>&1
+  echo "v8_serial rc $? at ${SECONDS}s"; grep -v "^    \|WARNING" $L/v8_serial.log | tail -12 | cut -c1-220
   cp "$OUT/v8_serial.json" $L/ 2>/dev/null
-  ( time timeout 170 nbdev-test --flags gpu nbs/24_tensor_cores.ipynb ) > $L/test_24.log 2>&1
-  echo "24 rc $? at ${SECONDS}s"; grep -v WARNING $L/test_24.log | tail -4 | cut -c1-200
+  if [ "${J_NB24:-1}" = 1 ]; then
+    ( time timeout 170 nbdev-test --flags gpu nbs/24_tensor_cores.ipynb ) > $L/test_24.log 2>&1
+    echo "24 rc $? at ${SECONDS}s"; grep -v WARNING $L/test_24.log | tail -4 | cut -c1-200
+  fi
   cp bench/results/gpu_cells/24_tensor_cores.json bench/results/tensor_cores_v8_h200.json $L/ 2>/dev/null
   tar cf "$OUT/j.tar" -C /tmp jlogs
   left=$(( ${J_S:-480} - SECONDS )); [ $left -gt 90 ] && ( time timeout $left python3 bench/bench_scale.py --configs d512 d768 --mint bf16 \
