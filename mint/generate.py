@@ -310,12 +310,15 @@ def step(self: BatchDecoder, feeds: dict) -> dict:
         if n == len(t): out.append(s); at.append(n_ids - 1)            # its prompt's last token: its first logits
     ids, pos, rows = np.concatenate(ids), np.concatenate(pos), np.concatenate(rows)
     if not len(ids): return {}
-    v = self._forward(ids, pos, rows)
+    v = self._forward(ids, pos, rows, at)
     np.add.at(self.lengths, rows, 1)
     for s, n in read.items():
         if n == len(self.todo[s]): del self.todo[s]
         else: self.todo[s] = self.todo[s][n:]
     if not at: return {}                               # only prompt chunks were read: no logits yet
+    if self.device == "cpu":                           # the forward computed the rows in `at` alone, in that order
+        z = v.logits[:len(at)].copy()                  # a copy: the next step overwrites the buffers
+        return {s: z[i] for i, s in enumerate(out)}
     m = max(at) + 1                                    # the rows read: not the padding, nor the prompt rows after them
     logits = v.logits[:m].copy_to_host(self._logits_host[:m]) if on_device(v.logits) else v.logits[:m]
     z = logits[at]                                     # a copy: the next step overwrites the buffers
@@ -328,8 +331,8 @@ def bucket(n: int, most: int) -> int:
     return min(p if p <= 32 else -(-n // 16) * 16, most)
 
 @patch
-def _forward(self: BatchDecoder, ids, pos, rows):
-    "The forward of tokens `ids` at entries `pos` of cache rows `rows`: the workspace views. GPU: padded to `bucket` rows (row -1: nothing written or read), rows and positions uploaded where the kernels read them, replayed as the bucket's graph once the bucket ran (checked) kernel by kernel."
+def _forward(self: BatchDecoder, ids, pos, rows, at=None):
+    "The forward of tokens `ids` at entries `pos` of cache rows `rows`: the workspace views. CPU: the logits of the tokens numbered `at` alone, in `v.logits[:len(at)]` (None: of all). GPU: padded to `bucket` rows (row -1: nothing written or read), rows and positions uploaded where the kernels read them, replayed as the bucket's graph once the bucket ran (checked) kernel by kernel."
     n = len(ids)
     if self.device == "cuda":
         n = bucket(len(ids), self.ws.batch_size)
@@ -340,7 +343,8 @@ def _forward(self: BatchDecoder, ids, pos, rows):
         kv = RowsKV(self.K, self.V, self._rp_dev[0, :n], self._rp_dev[1, :n])
     else: kv = RowsKV(self.K, self.V, rows, pos)
     v = self.ws.load(ids[:, None], pos.astype(np.int32)[:, None])
-    step = lambda: forward(self.W, self.cfg, v, kv)
+    out_rows = None if at is None or self.device != "cpu" else np.asarray(at, np.int64)
+    step = lambda: forward(self.W, self.cfg, v, kv, out_rows=out_rows)
     with contextlib.ExitStack() as stack:
         if n in self._checked: stack.enter_context(unchecked())     # the same buffers as a step checked before
         if self.device == "cpu": stack.enter_context(serial_loops())  # a few rows: too little work to share out

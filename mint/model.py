@@ -491,16 +491,24 @@ def mlp_in(L, A, v, Q, b):
     return _swiglu(A, v.gu_rows)                                                # m = swish(gate)·up  [N,F]
 
 # %% ../nbs/12_model.ipynb #600863b6
-def forward(W, cfg: ModelConfig, v, kv: KVCache | None = None):
-    "Logits `[N, V]` into `v.logits` for the inputs loaded in `v` (§5.9); with `kv` the rows are the next tokens after the cached ones (B sequences). Returns `v.logits`."
+def forward(W, cfg: ModelConfig, v, kv: KVCache | None = None, out_rows=None):
+    "Logits `[N, V]` into `v.logits` for the inputs loaded in `v` (§5.9); with `kv` the rows are the next tokens after the cached ones (B sequences). Returns `v.logits`. `out_rows` (host ints; NumPy workspaces): only those rows' logits, `[k, V]` into `v.logits[:k]` in that order — batched decoding reads prompt tokens whose logits nobody uses (docs/serving.md: what it saves)."
     if v.W16 is not None: to_bf16(W.flat, out=v.w16)                          # bf16: round the fp32 master weights once
     embedding_forward(v.ids, W.embed, out=v.x[0], check_ids=False)            # x0 = E[ids]·√d  (ids checked at load)
     for l, (L, A) in enumerate(zip(W.layers, v.layers)):
         layer_forward(L, A, v, cfg, kv, l)
     if kv is not None: kv.length += v.T
-    hf = _norm(v.x[-1], W.norm, cfg.rms_eps, v.hf, v.hf16, v.rf)
-    _linear(hf, v.hf16, W.lm_w, getattr(v.W16, "lm_w", None), W.lm_b, v.logits)   # logits [N,V]
-    return v.logits
+    if out_rows is None:
+        hf = _norm(v.x[-1], W.norm, cfg.rms_eps, v.hf, v.hf16, v.rf)
+        _linear(hf, v.hf16, W.lm_w, getattr(v.W16, "lm_w", None), W.lm_b, v.logits)   # logits [N,V]
+        return v.logits
+    if on_device(v.x[-1]): raise ValueError("forward: out_rows is for NumPy workspaces (a device step computes every row's logits)")
+    k = len(out_rows)                                  # the final norm is per row: those rows alone, gathered
+    if k:
+        hf16 = None if v.hf16 is None else v.hf16[:k]
+        hf = _norm(v.x[-1][np.asarray(out_rows, np.int64)], W.norm, cfg.rms_eps, v.hf[:k], hf16, v.rf[:k])
+        _linear(hf, hf16, W.lm_w, getattr(v.W16, "lm_w", None), W.lm_b, v.logits[:k])    # logits [k,V]
+    return v.logits[:k]
 
 def loss_forward(W, cfg: ModelConfig, v):
     "Forward + masked cross-entropy (§5.8): the mean loss in nats/token (a float for NumPy, the device `(1,)` array `v.loss` otherwise); `v.dlogits` gets its gradient (written over `v.logits` unless recompute 'keep': nothing reads the logits again)."
