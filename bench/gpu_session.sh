@@ -267,9 +267,9 @@ elif [ "$PART" = K ]; then
   tar cf "$OUT/k.tar" -C /tmp klogs; ls -la "$OUT"
 elif [ "$PART" = J ]; then
   L=/tmp/jlogs; mkdir -p $L
-  # J_ONLY="label;label": v8_serial.py --only those products; J_NB24=0: without chapter 24's cells
+  # J_ONLY="label;label": v8_serial.py --only those products; J_ARGS: more of its options (--no-last); J_NB24=0: without chapter 24's cells
   only=(); [ -n "${J_ONLY:-}" ] && IFS=';' read -ra labels <<< "$J_ONLY" && only=(--only "${labels[@]}")
-  ( time timeout 200 python3 bench/v8_serial.py --per-graph 10 --rounds 5 ${only[@]+"${only[@]}"} ) > $L/v8_serial.log 2>&1
+  ( time timeout 200 python3 bench/v8_serial.py --per-graph 10 --rounds 5 ${J_ARGS:-} ${only[@]+"${only[@]}"} ) > $L/v8_serial.log 2>&1
   echo "v8_serial rc $? at ${SECONDS}s"; grep -v "^    \|WARNING" $L/v8_serial.log | tail -12 | cut -c1-220
   cp "$OUT/v8_serial.json" $L/ 2>/dev/null
   if [ "${J_NB24:-1}" = 1 ]; then

@@ -151,6 +151,80 @@ LAST_TAIL = f"#define MINT_COUNTERS {COUNTERS}\n" + r"""  float* C = (float*)pc;
 """
 
 
+# A fourth way (written 2026-12-07 afternoon after `--last` was measured, not yet run on a GPU): every split, the last
+# too, writes its partial product into the workspace at once (no chain) and counts itself on its tile's counter; then
+# all S blocks of the tile wait until the S partials are there, and block z sums rows [z·R, (z+1)·R) of the tile
+# (R = ceil(BM / S)) over the S partials in split order, (p0 + p1) + … (+ bias), into C: the second kernel's additions in
+# its order, so the same bits as the chapter's in-order sum, but spread over the tile's S multiprocessors (`--last`
+# summed in one block per tile) and with no second launch. Its accumulators are dead by then, so the loads go straight
+# from L2 into registers, many in flight (16-byte loads where C's rows allow). Every block of a tile waits for every
+# other: the launcher uses it only when all tiles × S blocks are resident at once (one block a multiprocessor). The
+# workspace: 2 counters a tile (arrived, left; the last to leave zeroes both), then the S partial products [M, N].
+SPREAD_TAIL = f"#define MINT_COUNTERS {COUNTERS}\n" + r"""  float* C = (float*)pc;
+  const float* bias = (const float*)pbias;
+  const int w = (tid & 127) >> 5, l = tid & 31;
+  const i64 row = m0 + wg * 64 + w * 16 + (l >> 2), col = n0 + 2 * (l & 3);
+  if (S == 1) {
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const i64 r = row + 8 * h, c = col + 8 * j;
+        if (r >= M) continue;
+        float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
+        if (has_bias) { if (c < N) v0 += bias[c]; if (c + 1 < N) v1 += bias[c + 1]; }
+        if (c + 1 < N && ((ldc | c) & 1) == 0) *reinterpret_cast<float2*>(C + r * ldc + c) = make_float2(v0, v1);
+        else { if (c < N) C[r * ldc + c] = v0; if (c + 1 < N) C[r * ldc + c + 1] = v1; }
+      }
+    return;
+  }
+  int* arrived = (int*)pflags + 2 * pid;
+  int* left = arrived + 1;
+  float* ws = (float*)pflags + 2 * MINT_COUNTERS;
+  float* P = ws + (i64)z * M * N;
+#pragma unroll
+  for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const i64 r = row + 8 * h, c = col + 8 * j;
+      if (r >= M) continue;
+      if (c + 1 < N && ((N | c) & 1) == 0) *reinterpret_cast<float2*>(P + r * N + c) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+      else { if (c < N) P[r * N + c] = d[4 * j + 2 * h]; if (c + 1 < N) P[r * N + c + 1] = d[4 * j + 2 * h + 1]; }
+    }
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) { atomicAdd(arrived, 1); while (load_acquire(arrived) < S) {} }
+  __syncthreads();
+  const int R = (BM + S - 1) / S;
+  const i64 r0 = m0 + (i64)z * R, r1 = min(min(m0 + (i64)BM, M), r0 + R), c1 = min(n0 + (i64)BN, N);
+  if ((N & 3) == 0 && (ldc & 3) == 0 && (pc & 15) == 0) {
+#pragma unroll 2
+    for (i64 i = tid; i < (r1 - r0) * (BN / 4); i += 256) {
+      const i64 r = r0 + i / (BN / 4), c = n0 + (i % (BN / 4)) * 4;
+      if (r >= r1 || c >= c1) continue;
+      float4 acc = __ldcg(reinterpret_cast<const float4*>(ws + r * N + c));
+      for (int s = 1; s < S; s++) {
+        const float4 v = __ldcg(reinterpret_cast<const float4*>(ws + (i64)s * M * N + r * N + c));
+        acc.x += v.x; acc.y += v.y; acc.z += v.z; acc.w += v.w;
+      }
+      if (has_bias) { acc.x += bias[c]; acc.y += bias[c + 1]; acc.z += bias[c + 2]; acc.w += bias[c + 3]; }
+      *reinterpret_cast<float4*>(C + r * ldc + c) = acc;
+    }
+  } else {
+    for (i64 i = tid; i < (r1 - r0) * BN; i += 256) {
+      const i64 r = r0 + i / BN, c = n0 + i % BN;
+      if (r >= r1 || c >= c1) continue;
+      float acc = __ldcg(ws + r * N + c);
+      for (int s = 1; s < S; s++) acc += __ldcg(ws + (i64)s * M * N + r * N + c);
+      C[r * ldc + c] = has_bias ? acc + bias[c] : acc;
+    }
+  }
+  if (tid == 0 && atomicAdd(left, 1) == S - 1) { *arrived = 0; *left = 0; }   // every block of the tile is past the wait
+}
+#endif  // MINT_V8
+"""
+
+
 @cuda.jit
 def sum_splits_kernel(ws, out, bias, has_bias):
     "out[i, j] = Σ_s ws[s, i, j] (+ bias[j]): the partial products summed in split order (v8's second launch until 2026-12-07)."
@@ -168,7 +242,7 @@ def variant_source(bn: int, ta: bool, tb: bool, entry: str = "before") -> tuple[
     "(name, CUDA source) of v8 with another entry point: 'before' (BEFORE) or 'last' (the chapter's head + LAST_TAIL)."
     name, src = TC.tc_source(8, False, None, ta, tb, bn)
     assert src.endswith(TC.TC_V8_ENTRY)
-    tail = BEFORE if entry == "before" else TC.V8_ENTRY_HEAD + LAST_TAIL
+    tail = BEFORE if entry == "before" else TC.V8_ENTRY_HEAD + {"last": LAST_TAIL, "spread": SPREAD_TAIL}[entry]
     return f"{name}_{entry}", src[:-len(TC.TC_V8_ENTRY)].replace(name, f"{name}_{entry}") + tail
 
 
@@ -225,6 +299,27 @@ def last_gemm(a, b, out, bias, ta, tb, bn, splits):
     return out
 
 
+v8_splits = lambda K, sp: TC.v8_k_split(K, sp)[1]                     # the splits a plan launches (those with work)
+
+
+def spread_fits(M: int, N: int, bn: int, splits: int) -> bool:
+    "SPREAD_TAIL's blocks of a tile wait for each other: only when every block of the grid is resident at once (one a multiprocessor)."
+    return cdiv(N, bn) * cdiv(M, 128) * splits <= cuda.get_current_device().MULTIPROCESSOR_COUNT
+
+
+def spread_gemm(a, b, out, bias, ta, tb, bn, splits):
+    "The product with SPREAD_TAIL's entry: every split's partial into a workspace, then each of a tile's splits sums a slice of its rows (one launch)."
+    M, N, K, k_split, grid = _grid(a, out, ta, bn, splits)
+    splits, p = grid[2], _ptr
+    assert grid[0] * grid[1] <= COUNTERS and spread_fits(M, N, bn, splits), (M, N, bn, splits)
+    n = 2 * COUNTERS + splits * M * N                                   # the counters (never written but by the kernel), then the partials
+    if splits > 1 and (_WS.get("spread") is None or _WS["spread"].size < n): _WS["spread"] = cuda.to_device(np.zeros(n, np.int32))
+    variant_kernel(bn, ta, tb, "spread")[(*launch(grid, 256), TC.v8_shared_bytes(bn))](
+        p(a), p(b), p(out), p(bias), M, N, K, a.shape[1], b.shape[1], out.shape[1], int(bias is not None), k_split,
+        p(_WS["spread"]) if splits > 1 else 0)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--splits", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6, 7, 8], help="k-splits swept per block width (default 1 … 8)")
@@ -233,6 +328,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=5, help="timed rounds per number (the median; default 5)")
     ap.add_argument("--last", action=argparse.BooleanOptionalAction, default=True,
                     help="also time LAST_TAIL's entry (splits into a workspace at once, the last summing them; default on)")
+    ap.add_argument("--spread", action=argparse.BooleanOptionalAction, default=True,
+                    help="also time SPREAD_TAIL's entry (every split's partial into a workspace, each split then sums a slice of "
+                         "the tile's rows in split order; plans whose blocks all fit on the GPU at once; default on)")
     a = ap.parse_args()
     unknown = set(a.only or ()) - {s[0] for s in SHAPES + CHECKS}
     if unknown: ap.error(f"--only: no product {sorted(unknown)}; the products are {[s[0] for s in SHAPES + CHECKS]}")
@@ -270,6 +368,14 @@ def main():
                         err = float(np.linalg.norm(first - ref) / np.linalg.norm(ref))
                         assert err < 1e-5, (label, bn, sp, hb is not None, "last differs from the two launches", err)
                     row[f"last_bn{bn}_s{sp}"] = flop / tg(capture(rep(lambda: last_gemm(da, db, c_new, None, ta, tb, bn, sp)))) / 1e12
+                if a.spread and spread_fits(M, N, bn, v8_splits(K, sp)):   # the fourth way: the same bits as the two launches
+                    for hb in (dbias, None):
+                        before_gemm(da, db, c_old, hb, ta, tb, bn, sp); spread_gemm(da, db, c_new, hb, ta, tb, bn, sp)
+                        first = bits(c_new)
+                        spread_gemm(da, db, c_new, hb, ta, tb, bn, sp)
+                        assert np.array_equal(first, bits(c_new)), (label, bn, sp, "spread: not the same bits twice")
+                        assert np.array_equal(first, bits(c_old)), (label, bn, sp, hb is not None, "spread differs from the two launches")
+                    row[f"spread_bn{bn}_s{sp}"] = flop / tg(capture(rep(lambda: spread_gemm(da, db, c_new, None, ta, tb, bn, sp)))) / 1e12
                 row[f"inorder_bn{bn}_s{sp}"] = flop / tg(capture(rep(lambda: TC.tc_gemm(da, db, c_new, None, ta, tb, 8, plan=(bn, sp))))) / 1e12
                 row[f"before_bn{bn}_s{sp}"] = flop / tg(capture(rep(lambda: before_gemm(da, db, c_old, None, ta, tb, bn, sp)))) / 1e12
         best = lambda p: max((v, k[len(p):]) for k, v in row.items() if k.startswith(p))
@@ -284,7 +390,11 @@ def main():
             bl, kl = best("last_bn")
             row.update(best_last=bl, best_last_plan=kl)
             print(f"{'':18s} last split sums: best {bl:5.0f} ({kl}, {bl / cb:.2f}x)", flush=True)
-        for p in ("before_bn", "inorder_bn", "last_bn"):
+        if any(k.startswith("spread_bn") for k in row):
+            bs, ks = best("spread_bn")
+            row.update(best_spread=bs, best_spread_plan=ks)
+            print(f"{'':18s} spread split sums: best {bs:5.0f} ({ks}, {bs / cb:.2f}x)", flush=True)
+        for p in ("before_bn", "inorder_bn", "last_bn", "spread_bn"):
             print(f"    {p[:-3]:9s}" + ", ".join(f"{k[len(p):]} {v:.0f}" for k, v in row.items() if k.startswith(p)), flush=True)
     dest = Path(os.environ.get("OUT", "bench/results")) / "v8_serial.json"
     dest.write_text(json.dumps(out, indent=1) + "\n")
