@@ -44,7 +44,7 @@
 set -u
 PART=${1:-A}
 OUT=${OUT:-/tmp/mint-gpu-out}; mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site ${WHL:-.whl}/*.whl || exit 1   # WHL: another folder of wheels (YM / YT)
 export PYTHONPATH=/tmp/site:$PWD/.gpu_site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0   # no MPLBACKEND: it would wipe the stored figures
 unset NUMBA_ENABLE_CUDASIM
 # The kernel ladders: chapters whose #| gpu cells sweep block sizes over each ladder's rungs (parts L, W, X).
@@ -98,11 +98,17 @@ elif [ "$PART" = YM ] || [ "$PART" = YT ]; then
   #    to $OUT; then on the development machine: append both records to bench/results/budget_run.jsonl and run
   #    python bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --gemm cublas-tf32 --peer-compile --pair
 #    (each side's fastest: Mint with cuBLAS TF32, the peer TF32 + fused Adam + torch.compile, its compile inside the budget)
-  #    RACE_DATA=poetry: on bench/poetry_corpus.py's 30 M characters instead of People's Daily (carry .gpu_site/poetry.txt.xz,
-  #    made by `xz -T2 -c poetry.txt > .gpu_site/poetry.txt.xz`: with .whl, 65.5 MB of the 64 MiB a call carries)
+  #    RACE_DATA=poetry: on bench/poetry_corpus.py's 30 M characters instead of People's Daily: carry .gpu_site/poetry.txt.xz
+  #    (`xz -T2 -9e -c poetry.txt > .gpu_site/poetry.txt.xz`, 31.6 MB) and, as .whl with it and the tree pass the 64 MiB a
+  #    call carries, the wheels without the notebook-only ones (neither mint nor budget_run.py imports them):
+  #      mkdir -p .whl_race && cp .whl/*.whl .whl_race/ && rm .whl_race/{debugpy,jedi,openai,widgetsnbextension}-*.whl
+  #    carry: [".whl_race", ".gpu_site"]    command: RACE_DATA=poetry WHL=.whl_race bash bench/gpu_session.sh YM   (then YT)
   side=$([ "$PART" = YM ] && echo mint || echo torch)
   data=peoples_daily
-  if [ "${RACE_DATA:-}" = poetry ]; then xz -dc .gpu_site/poetry.txt.xz > /tmp/poetry.txt || exit 1; data=/tmp/poetry.txt; fi
+  if [ "${RACE_DATA:-}" = poetry ]; then          # unpacked by Python's lzma (the host may lack xz)
+    python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('.gpu_site/poetry.txt.xz'), open('/tmp/poetry.txt', 'wb'))" || exit 1
+    data=/tmp/poetry.txt
+  fi
   ( time timeout 540 python3 bench/budget_run.py --budget 5m --device cuda --preset medium --batch-size 64 --gemm cublas-tf32 --peer-compile --side $side --data $data ) > "$OUT/budget_$side.log" 2>&1
   tail -6 "$OUT/budget_$side.log"; tail -1 bench/results/budget_run.jsonl > "$OUT/budget_run_$side.jsonl"; ls -la "$OUT"
   [ -n "${NBS:-}" ] && PART=N    # NBS="nbs/27_recompute.ipynb": the notebooks of part N after the budget run
