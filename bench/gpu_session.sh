@@ -276,7 +276,7 @@ elif [ "$PART" = J ]; then
   # J_ONLY="label;label": v8_serial.py --only those products; J_ARGS: more of its options (--no-last); J_NB24=0: without chapter 24's cells
   only=(); [ -n "${J_ONLY:-}" ] && IFS=';' read -ra labels <<< "$J_ONLY" && only=(--only "${labels[@]}")
   ( time timeout 200 python3 bench/v8_serial.py --per-graph 10 --rounds 5 ${J_ARGS:-} ${only[@]+"${only[@]}"} ) > $L/v8_serial.log 2>&1
-  echo "v8_serial rc $? at ${SECONDS}s"; grep -v "^    \|WARNING" $L/v8_serial.log | tail -12 | cut -c1-220
+  echo "v8_serial rc $? at ${SECONDS}s"; grep -v "^    [a-z]\|WARNING" $L/v8_serial.log | tail -30 | cut -c1-220   # with the last / spread lines
   cp "$OUT/v8_serial.json" $L/ 2>/dev/null
   if [ "${J_NB24:-1}" = 1 ]; then
     ( time timeout 170 nbdev-test --flags gpu nbs/24_tensor_cores.ipynb ) > $L/test_24.log 2>&1
