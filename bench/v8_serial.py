@@ -5,7 +5,8 @@ z of a tile waits until split z-1 has left the running sum of splits 0 … z-1 i
 accumulators to it in registers and writes it back; the last split adds the bias. Both add in the same order, so each
 plan is checked bit for bit (with and without a bias) before it is timed. Every product at every (block width, splits)
 plan, as CUDA graphs of `--per-graph` copies, cuBLAS bf16 in the same process. With `--last` (the default) also a
-third way, LAST_TAIL, not yet run on a GPU when it was written: see its comment. Prints TFLOP/s and ratios; JSON to
+third way, LAST_TAIL (measured 2026-12-07 afternoon: no better, bench/results/h100_2026-12-07d/NOTES.md), and with
+`--spread` (the default) a fourth, SPREAD_TAIL, not yet run on a GPU: see their comments. Prints TFLOP/s and ratios; JSON to
 $OUT/v8_serial.json (else bench/results/).
 
     python bench/v8_serial.py --splits 1 2 3 4 5 6 7 8 --per-graph 10
@@ -67,7 +68,8 @@ extern "C" __device__ void MINT_NAME(i64 pa, i64 pb, i64 pc, i64 pbias, i64 M, i
 """
 
 
-# A third way, not yet run on a GPU (written 2026-12-07 after the device time was spent): the splits but the last write
+# A third way (written 2026-12-07 after the device time was spent; run that afternoon: within a few percent of the
+# in-order sums, no better at the long chains, bench/results/h100_2026-12-07d/NOTES.md): the splits but the last write
 # their partial products into a workspace at once (no chain), count themselves done on a counter per tile, and the last
 # split waits for them, then adds each partial, staged through shared memory as in the chapter, to its own
 # accumulators: d = ((p_last + p_0) + p_1) + … (deterministic; other bits than the chapter's in-order sum, so it is
