@@ -195,7 +195,11 @@ SPREAD_TAIL = f"#define MINT_COUNTERS {COUNTERS}\n" + r"""  float* C = (float*)p
     }
   __threadfence();
   __syncthreads();
-  if (tid == 0) { atomicAdd(arrived, 1); while (load_acquire(arrived) < S) {} }
+  if (tid == 0) {                                                     // release: the block's partial before its count
+    asm volatile("red.release.gpu.global.add.s32 [%0], 1;" :: "l"(arrived) : "memory");
+    const long long t0 = clock64();                                   // a broken wait traps (~10 s) instead of hanging the run
+    while (load_acquire(arrived) < S) if (clock64() - t0 > (1ll << 34)) __trap();
+  }
   __syncthreads();
   const int R = (BM + S - 1) / S;
   const i64 r0 = m0 + (i64)z * R, r1 = min(min(m0 + (i64)BM, M), r0 + R), c1 = min(n0 + (i64)BN, N);
@@ -210,7 +214,7 @@ SPREAD_TAIL = f"#define MINT_COUNTERS {COUNTERS}\n" + r"""  float* C = (float*)p
         acc.x += v.x; acc.y += v.y; acc.z += v.z; acc.w += v.w;
       }
       if (has_bias) { acc.x += bias[c]; acc.y += bias[c + 1]; acc.z += bias[c + 2]; acc.w += bias[c + 3]; }
-      *reinterpret_cast<float4*>(C + r * ldc + c) = acc;
+      __stcg(reinterpret_cast<float4*>(C + r * ldc + c), acc);       // one 16-byte store (a plain assignment compiled to four)
     }
   } else {
     for (i64 i = tid; i < (r1 - r0) * BN; i += 256) {
@@ -309,6 +313,15 @@ def spread_fits(M: int, N: int, bn: int, splits: int) -> bool:
     return cdiv(N, bn) * cdiv(M, 128) * splits <= cuda.get_current_device().MULTIPROCESSOR_COUNT
 
 
+def spread_clean():
+    "After a SPREAD_TAIL launch: its counters are back at zero (else the next launch would not wait), and its partials are set to NaN (a block that reads them before they are written shows)."
+    cuda.synchronize()
+    ws = _WS.get("spread")
+    if ws is None: return
+    assert not ws[:2 * COUNTERS].copy_to_host().any(), "spread: counters not reset"
+    ws[2 * COUNTERS:].copy_to_device(np.full(ws.size - 2 * COUNTERS, 0x7FC00000, np.int32))
+
+
 def spread_gemm(a, b, out, bias, ta, tb, bn, splits):
     "The product with SPREAD_TAIL's entry: every split's partial into a workspace, then each of a tile's splits sums a slice of its rows (one launch)."
     M, N, K, k_split, grid = _grid(a, out, ta, bn, splits)
@@ -340,6 +353,7 @@ def main():
     name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
     out = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), device=name, rows=[],
                per_graph=a.per_graph, rounds=a.rounds, splits=a.splits)
+    dest = Path(os.environ.get("OUT", "bench/results")) / "v8_serial.json"
     rep = lambda f: (lambda: [f() for _ in range(a.per_graph)])          # a graph of per_graph copies
     tg = lambda g: time_device(g.launch, rounds=a.rounds) / a.per_graph
     bits = lambda x: x.copy_to_host().view(np.uint32)
@@ -348,6 +362,7 @@ def main():
         _, _, a16, b16, bias = TC.tc_problem(M, N, K, ta, tb, seed=1)
         da, db, dbias = cuda.to_device(a16), cuda.to_device(b16), cuda.to_device(bias)
         c_new, c_old = cuda.device_array((M, N), np.float32), cuda.device_array((M, N), np.float32)
+        nan_c = np.full((M, N), np.nan, np.float32)
         flop = 2.0 * M * N * K
         cub = lambda: cublas_gemm(da, db, c_old, None, ta, tb, mode="bf16")
         cub(); cuda.synchronize()
@@ -372,9 +387,13 @@ def main():
                     row[f"last_bn{bn}_s{sp}"] = flop / tg(capture(rep(lambda: last_gemm(da, db, c_new, None, ta, tb, bn, sp)))) / 1e12
                 if a.spread and spread_fits(M, N, bn, v8_splits(K, sp)):   # the fourth way: the same bits as the two launches
                     for hb in (dbias, None):
-                        before_gemm(da, db, c_old, hb, ta, tb, bn, sp); spread_gemm(da, db, c_new, hb, ta, tb, bn, sp)
+                        # NaN in C and in the partials before each call: a block that read too early or a write that
+                        # never came shows; the counters must be back at zero after each launch
+                        before_gemm(da, db, c_old, hb, ta, tb, bn, sp)
+                        spread_clean(); c_new.copy_to_device(nan_c); spread_gemm(da, db, c_new, hb, ta, tb, bn, sp)
                         first = bits(c_new)
-                        spread_gemm(da, db, c_new, hb, ta, tb, bn, sp)
+                        spread_clean(); c_new.copy_to_device(nan_c); spread_gemm(da, db, c_new, hb, ta, tb, bn, sp)
+                        spread_clean()
                         assert np.array_equal(first, bits(c_new)), (label, bn, sp, "spread: not the same bits twice")
                         assert np.array_equal(first, bits(c_old)), (label, bn, sp, hb is not None, "spread differs from the two launches")
                     row[f"spread_bn{bn}_s{sp}"] = flop / tg(capture(rep(lambda: spread_gemm(da, db, c_new, None, ta, tb, bn, sp)))) / 1e12
@@ -398,8 +417,7 @@ def main():
             print(f"{'':18s} spread split sums: best {bs:5.0f} ({ks}, {bs / cb:.2f}x)", flush=True)
         for p in ("before_bn", "inorder_bn", "last_bn", "spread_bn"):
             print(f"    {p[:-3]:9s}" + ", ".join(f"{k[len(p):]} {v:.0f}" for k, v in row.items() if k.startswith(p)), flush=True)
-    dest = Path(os.environ.get("OUT", "bench/results")) / "v8_serial.json"
-    dest.write_text(json.dumps(out, indent=1) + "\n")
+        dest.write_text(json.dumps(out, indent=1) + "\n")          # after every product: a run cut short keeps its rows
     print("wrote", dest)
 
 

@@ -83,10 +83,11 @@ def sources():
             yield f"flash-tc {part} head_dim {hd}", f"mint_{part}_{name}", types + ["float"], None, caps.get(part), src
     try: import v8_serial
     except ImportError: return
-    for entry in ("before", "last", "spread"):
+    for entry in ("before", "last", "spread"):                          # spread (not yet run on a GPU): every transpose
         for bn in TC.V8_STAGES:
-            name, src = v8_serial.variant_source(bn, True, False, entry)
-            yield f"bench/v8_serial.py {entry} {bn} ta=1 tb=0", name, ["i64"] * 13, 256, None, src
+            for ta, tb in ((True, False),) if entry != "spread" else ((False, False), (False, True), (True, False), (True, True)):
+                name, src = v8_serial.variant_source(bn, ta, tb, entry)
+                yield f"bench/v8_serial.py {entry} {bn} ta={int(ta)} tb={int(tb)}", name, ["i64"] * 13, 256, None, src
 
 
 def main():
