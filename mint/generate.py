@@ -78,16 +78,17 @@ def _replays(self: Decoder, n: int) -> bool:
 
 @patch
 def _run(self: Decoder, v, n: int):
-    "The forward of the `n` loaded tokens: the cache position uploaded first (device), then recorded and replayed, or run."
+    "The forward of the `n` loaded tokens: the cache position uploaded first (device), then recorded and replayed, or run; returns the last token's logits row (on the CPU the output layer runs for that row alone: `forward`'s `out_rows`)."
     before = self.kv.length
     if self.kv.length_dev is not None:
         self._length_host[0] = before
         self.kv.length_dev.copy_to_device(self._length_host)
-    step = lambda: forward(self.W, self.cfg, v, self.kv)
+    cpu = self.device == "cpu"
+    step = lambda: forward(self.W, self.cfg, v, self.kv, out_rows=[n - 1] if cpu else None)
     if self._replays(n): replay(self._graphs, (), step)
     else: step()
     self.kv.length = before + n      # recording runs forward's Python once, a replay none of it: set, not added
-    return v.logits
+    return v.logits[0] if cpu else v.logits[n - 1]
 
 # %% ../nbs/14_generate.ipynb #185a302c
 @patch
@@ -105,10 +106,9 @@ def feed(self: Decoder, tokens) -> np.ndarray:
         with contextlib.ExitStack() as stack:
             if n in self._checked: stack.enter_context(unchecked())   # the same buffers as last time: checked once
             if n == 1 and self.device == "cpu": stack.enter_context(serial_loops())   # one token is too little work to share out
-            logits = self._run(v, n)
+            last = self._run(v, n)
         self._checked.add(n)
         self.pos += n
-    last = logits[n - 1]
     return np.asarray(last.copy_to_host() if on_device(last) else last, np.float64)
 
 # %% ../nbs/14_generate.ipynb #5fa8e74d
