@@ -31,8 +31,8 @@
 #      profile, bench_scale
 #   K: v8 split-K up to 8 splits (ten copies a graph), the GPU server with 8 requests a client, the d1024 row (2026-12-06 night)
 #   J: v8's k-splits summed in order inside the launch (2026-12-07): bench/v8_serial.py (every plan checked bit for bit
-#      against the two launches of before, both timed, cuBLAS bf16 in the same process; and its --last variant, written
-#      after the 12-07 runs and not yet run: the last split summing the others' partials), chapter 24's #| gpu cells, then
+#      against the two launches of before, both timed, cuBLAS bf16 in the same process; and its --spread variant, written
+#      2026-12-07 afternoon and not yet run: each split of a tile summing a slice of its rows), chapter 24's #| gpu cells, then
 #      the d512 and d768 rows with v8 (bench_scale, PyTorch bf16 + compile first) in the time left of J_S (480) s
 #   SC: bench_scale alone (SC_CONFIGS, SC_GEMMS, SC_S), PyTorch bf16 + compile first
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
@@ -273,7 +273,7 @@ elif [ "$PART" = K ]; then
   tar cf "$OUT/k.tar" -C /tmp klogs; ls -la "$OUT"
 elif [ "$PART" = J ]; then
   L=/tmp/jlogs; mkdir -p $L
-  # J_ONLY="label;label": v8_serial.py --only those products; J_ARGS: more of its options (--no-last); J_NB24=0: without chapter 24's cells
+  # J_ONLY="label;label": v8_serial.py --only those products; J_ARGS: more of its options (--no-spread); J_NB24=0: without chapter 24's cells
   only=(); [ -n "${J_ONLY:-}" ] && IFS=';' read -ra labels <<< "$J_ONLY" && only=(--only "${labels[@]}")
   ( time timeout 200 python3 bench/v8_serial.py --per-graph 10 --rounds 5 ${J_ARGS:-} ${only[@]+"${only[@]}"} ) > $L/v8_serial.log 2>&1
   echo "v8_serial rc $? at ${SECONDS}s"; grep -v "^    [a-z]\|WARNING" $L/v8_serial.log | tail -30 | cut -c1-220   # with the last / spread lines

@@ -4,9 +4,9 @@ split order; that entry point and kernel are kept here as BEFORE and `sum_splits
 z of a tile waits until split z-1 has left the running sum of splits 0 … z-1 in C (a flag per tile), adds its own
 accumulators to it in registers and writes it back; the last split adds the bias. Both add in the same order, so each
 plan is checked bit for bit (with and without a bias) before it is timed. Every product at every (block width, splits)
-plan, as CUDA graphs of `--per-graph` copies, cuBLAS bf16 in the same process. With `--last` (the default) also a
-third way, LAST_TAIL (measured 2026-12-07 afternoon: no better, bench/results/h100_2026-12-07d/NOTES.md), and with
-`--spread` (the default) a fourth, SPREAD_TAIL, not yet run on a GPU: see their comments. Prints TFLOP/s and ratios; JSON to
+plan, as CUDA graphs of `--per-graph` copies, cuBLAS bf16 in the same process. With `--spread` (the default) also
+a fourth way, SPREAD_TAIL, not yet run on a GPU: see its comment (the third, LAST_TAIL, measured no better on
+2026-12-07 and removed: bench/results/h100_2026-12-07d/NOTES.md). Prints TFLOP/s and ratios; JSON to
 $OUT/v8_serial.json (else bench/results/).
 
     python bench/v8_serial.py --splits 1 2 3 4 5 6 7 8 --per-graph 10
@@ -26,6 +26,29 @@ from mint.kernels import time_device, capture, launch, grid2d           # noqa: 
 from v8_splitk import SHAPES                                            # noqa: E402  (the same seven products as the split sweep)
 # and one product for the checks' sake: odd N (C's rows are not 8-byte aligned: the running sum falls back to __ldcg) and B transposed
 CHECKS = [("odd N, B^T (check)", 136, 263, 16384, False, True)]
+
+# The bench's entries write a thread's accumulators the way the chapter's TC_V8_ENTRY ends (one function here, for
+# BEFORE and SPREAD_TAIL; the chapter keeps its loop inline).
+STORE = r"""
+#ifdef MINT_V8
+// A thread's accumulators into X (leading dimension ld), + bias[c] if add_bias: its rows row and row+8, columns col+8j
+// and col+8j+1 of each n8 (8-byte stores where the pair is aligned, nothing outside M x N).
+__device__ __forceinline__ void store_tile(const float* d, float* X, i64 ld, i64 M, i64 N, i64 row, i64 col,
+                                           const float* bias, bool add_bias) {
+#pragma unroll
+  for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const i64 r = row + 8 * h, c = col + 8 * j;
+      if (r >= M) continue;
+      float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
+      if (add_bias) { if (c < N) v0 += bias[c]; if (c + 1 < N) v1 += bias[c + 1]; }
+      if (c + 1 < N && ((ld | c) & 1) == 0) *reinterpret_cast<float2*>(X + r * ld + c) = make_float2(v0, v1);
+      else { if (c < N) X[r * ld + c] = v0; if (c + 1 < N) X[r * ld + c + 1] = v1; }
+    }
+}
+#endif  // MINT_V8
+"""
 
 BEFORE = r"""
 #ifdef MINT_V8
@@ -48,116 +71,23 @@ extern "C" __device__ void MINT_NAME(i64 pa, i64 pb, i64 pc, i64 pbias, i64 M, i
   for (int i = 0; i < NACC; i++) d[i] = 0.0f;
   if (m0 + BM <= M && n0 + BN <= N && (k1 - k0) % BK == 0) v8_loop<true>(d, base, A, B, M, N, k0, k1, lda, ldb, m0, n0, tid, wg);
   else v8_loop<false>(d, base, A, B, M, N, k0, k1, lda, ldb, m0, n0, tid, wg);
-  float* C = (float*)pc + blockIdx.z * c_split;
-  const float* bias = (const float*)pbias;
   const int w = (tid & 127) >> 5, l = tid & 31;
   const i64 row = m0 + wg * 64 + w * 16 + (l >> 2), col = n0 + 2 * (l & 3);
-#pragma unroll
-  for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-    for (int h = 0; h < 2; h++) {                                     // lane's rows g and g+8, columns 2t, 2t+1 of each n8
-      const i64 r = row + 8 * h, c = col + 8 * j;
-      if (r >= M) continue;
-      float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
-      if (has_bias) { if (c < N) v0 += bias[c]; if (c + 1 < N) v1 += bias[c + 1]; }
-      if (c + 1 < N && ((ldc | c) & 1) == 0) *reinterpret_cast<float2*>(C + r * ldc + c) = make_float2(v0, v1);
-      else { if (c < N) C[r * ldc + c] = v0; if (c + 1 < N) C[r * ldc + c + 1] = v1; }
-    }
+  store_tile(d, (float*)pc + blockIdx.z * c_split, ldc, M, N, row, col, (const float*)pbias, has_bias);
 }
 #endif  // MINT_V8
 """
 
 
-# A third way (written 2026-12-07 after the device time was spent; run that afternoon: within a few percent of the
-# in-order sums, no better at the long chains, bench/results/h100_2026-12-07d/NOTES.md): the splits but the last write
-# their partial products into a workspace at once (no chain), count themselves done on a counter per tile, and the last
-# split waits for them, then adds each partial, staged through shared memory as in the chapter, to its own
-# accumulators: d = ((p_last + p_0) + p_1) + … (deterministic; other bits than the chapter's in-order sum, so it is
-# checked against the two launches to float tolerance, and against itself bit for bit). The workspace is COUNTERS int
-# counters, one per tile (zero between products: the last split resets its own), then the (S-1) partial products [M, N].
+# A third way, LAST_TAIL (the last split adding the others' partial products, staged), was measured on 2026-12-07 and was
+# no better (bench/results/h100_2026-12-07d/NOTES.md); it was removed after that run (in git: d87543a).
 COUNTERS = 4096
-LAST_TAIL = f"#define MINT_COUNTERS {COUNTERS}\n" + r"""  float* C = (float*)pc;
-  const float* bias = (const float*)pbias;
-  int* cnt = (int*)pflags + pid;
-  float* ws = (float*)pflags + MINT_COUNTERS;
-  const int w = (tid & 127) >> 5, l = tid & 31;
-  const i64 row = m0 + wg * 64 + w * 16 + (l >> 2), col = n0 + 2 * (l & 3);
-  if (S > 1 && z < S - 1) {                                           // a partial product: into the workspace, then count
-    float* P = ws + (i64)z * M * N;
-#pragma unroll
-    for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const i64 r = row + 8 * h, c = col + 8 * j;
-        if (r >= M) continue;
-        if (c + 1 < N && ((N | c) & 1) == 0) *reinterpret_cast<float2*>(P + r * N + c) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
-        else { if (c < N) P[r * N + c] = d[4 * j + 2 * h]; if (c + 1 < N) P[r * N + c + 1] = d[4 * j + 2 * h + 1]; }
-      }
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) atomicAdd(cnt, 1);
-    return;
-  }
-  if (S > 1) {
-    if (tid == 0) while (load_acquire(cnt) != S - 1) {}
-    __syncthreads();                                                  // and both warpgroups are done with shared memory
-    const float* T = (const float*)(mint_smem + (base - smem_u32(mint_smem)));
-    for (int s = 0; s < S - 1; s++) {
-      const float* P = ws + (i64)s * M * N;
-      if ((N & 3) == 0) {
-#pragma unroll 4                                                  // a rolled copy loop: the full unroll kept 32 addresses live and spilled
-        for (int k = 0; k < BM * (BN / 4) / 256; k++) {
-          const int i = tid + 256 * k, rr = i / (BN / 4), cc = (i % (BN / 4)) * 4;
-          const bool ok = m0 + rr < M && n0 + cc < N;
-          cp16(base + (rr * (BN + 8) + cc) * 4, (const bf16_t*)(ok ? P + (m0 + rr) * N + n0 + cc : P), ok);
-        }
-        asm volatile("cp.async.commit_group;\n" ::);
-        asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-        __syncthreads();
-#pragma unroll
-        for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-          for (int h = 0; h < 2; h++) {
-            const float2 v = *reinterpret_cast<const float2*>(T + (row - m0 + 8 * h) * (BN + 8) + col - n0 + 8 * j);
-            d[4 * j + 2 * h] += v.x;
-            d[4 * j + 2 * h + 1] += v.y;
-          }
-        __syncthreads();                                              // T is refilled by the next partial
-      } else {
-#pragma unroll
-        for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-          for (int h = 0; h < 2; h++) {
-            const i64 r = row + 8 * h, c = col + 8 * j;
-            if (r >= M) continue;
-            if (c < N) d[4 * j + 2 * h] += __ldcg(P + r * N + c);
-            if (c + 1 < N) d[4 * j + 2 * h + 1] += __ldcg(P + r * N + c + 1);
-          }
-      }
-    }
-    if (tid == 0) *cnt = 0;                                           // ready for the next product
-  }
-#pragma unroll
-  for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const i64 r = row + 8 * h, c = col + 8 * j;
-      if (r >= M) continue;
-      float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
-      if (has_bias) { if (c < N) v0 += bias[c]; if (c + 1 < N) v1 += bias[c + 1]; }
-      if (c + 1 < N && ((ldc | c) & 1) == 0) *reinterpret_cast<float2*>(C + r * ldc + c) = make_float2(v0, v1);
-      else { if (c < N) C[r * ldc + c] = v0; if (c + 1 < N) C[r * ldc + c + 1] = v1; }
-    }
-}
-#endif  // MINT_V8
-"""
-
 
 # A fourth way (written 2026-12-07 afternoon after `--last` was measured, not yet run on a GPU): every split, the last
 # too, writes its partial product into the workspace at once (no chain) and counts itself on its tile's counter; then
 # all S blocks of the tile wait until the S partials are there, and block z sums rows [z·R, (z+1)·R) of the tile
 # (R = ceil(BM / S)) over the S partials in split order, (p0 + p1) + … (+ bias), into C: the second kernel's additions in
-# its order, so the same bits as the chapter's in-order sum, but spread over the tile's S multiprocessors (`--last`
+# its order, so the same bits as the chapter's in-order sum, but spread over the tile's S multiprocessors (LAST_TAIL
 # summed in one block per tile) and with no second launch. Its accumulators are dead by then, so the loads go straight
 # from L2 into registers, many in flight (16-byte loads where C's rows allow). Every block of a tile waits for every
 # other: the launcher uses it only when all tiles × S blocks are resident at once (one block a multiprocessor). The
@@ -166,33 +96,11 @@ SPREAD_TAIL = f"#define MINT_COUNTERS {COUNTERS}\n" + r"""  float* C = (float*)p
   const float* bias = (const float*)pbias;
   const int w = (tid & 127) >> 5, l = tid & 31;
   const i64 row = m0 + wg * 64 + w * 16 + (l >> 2), col = n0 + 2 * (l & 3);
-  if (S == 1) {
-#pragma unroll
-    for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const i64 r = row + 8 * h, c = col + 8 * j;
-        if (r >= M) continue;
-        float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
-        if (has_bias) { if (c < N) v0 += bias[c]; if (c + 1 < N) v1 += bias[c + 1]; }
-        if (c + 1 < N && ((ldc | c) & 1) == 0) *reinterpret_cast<float2*>(C + r * ldc + c) = make_float2(v0, v1);
-        else { if (c < N) C[r * ldc + c] = v0; if (c + 1 < N) C[r * ldc + c + 1] = v1; }
-      }
-    return;
-  }
+  if (S == 1) { store_tile(d, C, ldc, M, N, row, col, bias, has_bias); return; }
   int* arrived = (int*)pflags + 2 * pid;
   int* left = arrived + 1;
   float* ws = (float*)pflags + 2 * MINT_COUNTERS;
-  float* P = ws + (i64)z * M * N;
-#pragma unroll
-  for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const i64 r = row + 8 * h, c = col + 8 * j;
-      if (r >= M) continue;
-      if (c + 1 < N && ((N | c) & 1) == 0) *reinterpret_cast<float2*>(P + r * N + c) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
-      else { if (c < N) P[r * N + c] = d[4 * j + 2 * h]; if (c + 1 < N) P[r * N + c + 1] = d[4 * j + 2 * h + 1]; }
-    }
+  store_tile(d, ws + (i64)z * M * N, N, M, N, row, col, bias, false);   // this split's partial product
   __threadfence();
   __syncthreads();
   if (tid == 0) {                                                     // release: the block's partial before its count
@@ -245,15 +153,15 @@ _KERNELS, _WS = {}, {}
 
 
 def variant_source(bn: int, ta: bool, tb: bool, entry: str = "before") -> tuple[str, str]:
-    "(name, CUDA source) of v8 with another entry point: 'before' (BEFORE) or 'last' (the chapter's head + LAST_TAIL)."
+    "(name, CUDA source) of v8 with another entry point: 'before' (BEFORE) or 'spread' (the chapter's head + SPREAD_TAIL), after STORE."
     name, src = TC.tc_source(8, False, None, ta, tb, bn)
     assert src.endswith(TC.TC_V8_ENTRY)
-    tail = BEFORE if entry == "before" else TC.V8_ENTRY_HEAD + {"last": LAST_TAIL, "spread": SPREAD_TAIL}[entry]
+    tail = STORE + (BEFORE if entry == "before" else TC.V8_ENTRY_HEAD + SPREAD_TAIL)
     return f"{name}_{entry}", src[:-len(TC.TC_V8_ENTRY)].replace(name, f"{name}_{entry}") + tail
 
 
 def variant_kernel(bn: int, ta: bool, tb: bool, entry: str = "before"):
-    "v8 with the entry point it had before 2026-12-07 (C + z·c_split: a split's partial product at its place in a workspace), or with LAST_TAIL's."
+    "v8 with the entry point it had before 2026-12-07 (C + z·c_split: a split's partial product at its place in a workspace), or with SPREAD_TAIL's."
     key = (bn, ta, tb, entry)
     if key not in _KERNELS:
         name2, src = variant_source(bn, ta, tb, entry)
@@ -289,19 +197,6 @@ def before_gemm(a, b, out, bias, ta, tb, bn, splits):
     ws = _WS["ws"][:splits * M * N].reshape(splits, M, N)
     k[(*launch(grid, 256), TC.v8_shared_bytes(bn))](p(a), p(b), p(ws), 0, M, N, K, a.shape[1], b.shape[1], N, 0, k_split, M * N)
     sum_splits_kernel[grid2d(N, M)](ws, out, out[0] if bias is None else bias, hb)
-    return out
-
-
-def last_gemm(a, b, out, bias, ta, tb, bn, splits):
-    "The product with LAST_TAIL's entry: the splits but the last into a workspace at once, the last summing them (one launch)."
-    M, N, K, k_split, grid = _grid(a, out, ta, bn, splits)
-    splits, p = grid[2], _ptr
-    assert grid[0] * grid[1] <= COUNTERS, (M, N, bn)
-    n = COUNTERS + (splits - 1) * M * N                                 # the counters (never written but by the kernel), then the partials
-    if splits > 1 and (_WS.get("last") is None or _WS["last"].size < n): _WS["last"] = cuda.to_device(np.zeros(n, np.int32))
-    variant_kernel(bn, ta, tb, "last")[(*launch(grid, 256), TC.v8_shared_bytes(bn))](
-        p(a), p(b), p(out), p(bias), M, N, K, a.shape[1], b.shape[1], out.shape[1], int(bias is not None), k_split,
-        p(_WS["last"]) if splits > 1 else 0)
     return out
 
 
@@ -341,8 +236,6 @@ def main():
     ap.add_argument("--only", nargs="+", default=None, help="the products to time, by label (default all seven and the odd-N check)")
     ap.add_argument("--per-graph", type=int, default=10, help="copies of the product recorded back to back in each graph (default 10)")
     ap.add_argument("--rounds", type=int, default=5, help="timed rounds per number (the median; default 5)")
-    ap.add_argument("--last", action=argparse.BooleanOptionalAction, default=True,
-                    help="also time LAST_TAIL's entry (splits into a workspace at once, the last summing them; default on)")
     ap.add_argument("--spread", action=argparse.BooleanOptionalAction, default=True,
                     help="also time SPREAD_TAIL's entry (every split's partial into a workspace, each split then sums a slice of "
                          "the tile's rows in split order; plans whose blocks all fit on the GPU at once; default on)")
@@ -376,15 +269,6 @@ def main():
                     TC.tc_gemm(da, db, c_new, hb, ta, tb, 8, plan=(bn, sp))
                     assert np.array_equal(first, bits(c_new)), (label, bn, sp, "not the same bits twice")
                     assert np.array_equal(first, bits(c_old)), (label, bn, sp, hb is not None, "in-order sum differs from the two launches")
-                if a.last:                                   # the third way: float tolerance against the two launches, the same bits twice
-                    for hb in (dbias, None):
-                        before_gemm(da, db, c_old, hb, ta, tb, bn, sp); last_gemm(da, db, c_new, hb, ta, tb, bn, sp)
-                        first, ref = c_new.copy_to_host(), c_old.copy_to_host()
-                        last_gemm(da, db, c_new, hb, ta, tb, bn, sp)
-                        assert np.array_equal(first.view(np.uint32), bits(c_new)), (label, bn, sp, "last: not the same bits twice")
-                        err = float(np.linalg.norm(first - ref) / np.linalg.norm(ref))
-                        assert err < 1e-5, (label, bn, sp, hb is not None, "last differs from the two launches", err)
-                    row[f"last_bn{bn}_s{sp}"] = flop / tg(capture(rep(lambda: last_gemm(da, db, c_new, None, ta, tb, bn, sp)))) / 1e12
                 if a.spread and spread_fits(M, N, bn, v8_splits(K, sp)):   # the fourth way: the same bits as the two launches
                     for hb in (dbias, None):
                         # NaN in C and in the partials before each call: a block that read too early or a write that
@@ -407,15 +291,11 @@ def main():
         cb = row["cublas_graph"]
         print(f"{label:18s} cuBLAS {cb:5.0f} | before: best {bb:5.0f} ({kb}, {bb / cb:.2f}x) | in order: best {bi:5.0f} ({ki}, {bi / cb:.2f}x), "
               f"v8_plan {tuple(row['plan'])} {planned:5.0f} ({planned / cb:.2f}x)", flush=True)
-        if a.last:
-            bl, kl = best("last_bn")
-            row.update(best_last=bl, best_last_plan=kl)
-            print(f"{'':18s} last split sums: best {bl:5.0f} ({kl}, {bl / cb:.2f}x)", flush=True)
         if any(k.startswith("spread_bn") for k in row):
             bs, ks = best("spread_bn")
             row.update(best_spread=bs, best_spread_plan=ks)
             print(f"{'':18s} spread split sums: best {bs:5.0f} ({ks}, {bs / cb:.2f}x)", flush=True)
-        for p in ("before_bn", "inorder_bn", "last_bn", "spread_bn"):
+        for p in ("before_bn", "inorder_bn", "spread_bn"):
             print(f"    {p[:-3]:9s}" + ", ".join(f"{k[len(p):]} {v:.0f}" for k, v in row.items() if k.startswith(p)), flush=True)
         dest.write_text(json.dumps(out, indent=1) + "\n")          # after every product: a run cut short keeps its rows
     print("wrote", dest)

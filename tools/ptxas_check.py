@@ -83,7 +83,7 @@ def sources():
             yield f"flash-tc {part} head_dim {hd}", f"mint_{part}_{name}", types + ["float"], None, caps.get(part), src
     try: import v8_serial
     except ImportError: return
-    for entry in ("before", "last", "spread"):                          # spread (not yet run on a GPU): every transpose
+    for entry in ("before", "spread"):                                  # spread (not yet run on a GPU): every transpose
         for bn in TC.V8_STAGES:
             for ta, tb in ((True, False),) if entry != "spread" else ((False, False), (False, True), (True, False), (True, True)):
                 name, src = v8_serial.variant_source(bn, ta, tb, entry)
