@@ -1,13 +1,12 @@
-"""GEMM v8's k-splits: summed in order inside the launch (chapter 24 since 2026-12-07) against the two launches v8
-made before (every split's partial product into a workspace, then a second kernel, `sum_splits_kernel`, adding them in
-split order; that entry point and kernel are kept here as BEFORE and `sum_splits_kernel`). In the chapter's v8, split
-z of a tile waits until split z-1 has left the running sum of splits 0 … z-1 in C (a flag per tile), adds its own
-accumulators to it in registers and writes it back; the last split adds the bias. Both add in the same order, so each
-plan is checked bit for bit (with and without a bias) before it is timed. Every product at every (block width, splits)
-plan, as CUDA graphs of `--per-graph` copies, cuBLAS bf16 in the same process. With `--spread` (the default) also
-a fourth way, SPREAD_TAIL, not yet run on a GPU: see its comment (the third, LAST_TAIL, measured no better on
-2026-12-07 and removed: bench/results/h100_2026-12-07d/NOTES.md). Prints TFLOP/s and ratios; JSON to
-$OUT/v8_serial.json (else bench/results/).
+"""GEMM v8's k-splits, the three ways they have met: the two launches v8 made before 2026-12-07 (every split's partial
+product into a workspace, then a second kernel, `sum_splits_kernel`, adding them in split order; kept here as BEFORE),
+and chapter 24's two ways inside the launch: the chain (split z waits until split z-1 has left the running sum of
+splits 0 … z-1 in C, adds its accumulators and writes it back; the last adds the bias) and the spread sum (every split
+writes its partial product, all wait on a counter, then each sums a slice of the tile's rows over the partials in
+split order; only where the whole grid is resident). All three add in the same order, so each plan is checked bit for
+bit (with and without a bias) before it is timed. Every product at every (block width, splits) plan, as CUDA graphs of
+`--per-graph` copies, cuBLAS bf16 in the same process; `v8_plan`'s plan as `tc_gemm` runs it (chain or spread, as
+`v8_spread` says). Prints TFLOP/s and ratios; JSON to $OUT/v8_serial.json (else bench/results/).
 
     python bench/v8_serial.py --splits 1 2 3 4 5 6 7 8 --per-graph 10
 """
@@ -26,29 +25,6 @@ from mint.kernels import time_device, capture, launch, grid2d           # noqa: 
 from v8_splitk import SHAPES                                            # noqa: E402  (the same seven products as the split sweep)
 # and one product for the checks' sake: odd N (C's rows are not 8-byte aligned: the running sum falls back to __ldcg) and B transposed
 CHECKS = [("odd N, B^T (check)", 136, 263, 16384, False, True)]
-
-# The bench's entries write a thread's accumulators the way the chapter's TC_V8_ENTRY ends (one function here, for
-# BEFORE and SPREAD_TAIL; the chapter keeps its loop inline).
-STORE = r"""
-#ifdef MINT_V8
-// A thread's accumulators into X (leading dimension ld), + bias[c] if add_bias: its rows row and row+8, columns col+8j
-// and col+8j+1 of each n8 (8-byte stores where the pair is aligned, nothing outside M x N).
-__device__ __forceinline__ void store_tile(const float* d, float* X, i64 ld, i64 M, i64 N, i64 row, i64 col,
-                                           const float* bias, bool add_bias) {
-#pragma unroll
-  for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const i64 r = row + 8 * h, c = col + 8 * j;
-      if (r >= M) continue;
-      float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
-      if (add_bias) { if (c < N) v0 += bias[c]; if (c + 1 < N) v1 += bias[c + 1]; }
-      if (c + 1 < N && ((ld | c) & 1) == 0) *reinterpret_cast<float2*>(X + r * ld + c) = make_float2(v0, v1);
-      else { if (c < N) X[r * ld + c] = v0; if (c + 1 < N) X[r * ld + c + 1] = v1; }
-    }
-}
-#endif  // MINT_V8
-"""
 
 BEFORE = r"""
 #ifdef MINT_V8
@@ -80,63 +56,8 @@ extern "C" __device__ void MINT_NAME(i64 pa, i64 pb, i64 pc, i64 pbias, i64 M, i
 
 
 # A third way, LAST_TAIL (the last split adding the others' partial products, staged), was measured on 2026-12-07 and was
-# no better (bench/results/h100_2026-12-07d/NOTES.md); it was removed after that run (in git: d87543a).
-COUNTERS = 4096
-
-# A fourth way (written 2026-12-07 afternoon after `--last` was measured, not yet run on a GPU): every split, the last
-# too, writes its partial product into the workspace at once (no chain) and counts itself on its tile's counter; then
-# all S blocks of the tile wait until the S partials are there, and block z sums rows [z·R, (z+1)·R) of the tile
-# (R = ceil(BM / S)) over the S partials in split order, (p0 + p1) + … (+ bias), into C: the second kernel's additions in
-# its order, so the same bits as the chapter's in-order sum, but spread over the tile's S multiprocessors (LAST_TAIL
-# summed in one block per tile) and with no second launch. Its accumulators are dead by then, so the loads go straight
-# from L2 into registers, many in flight (16-byte loads where C's rows allow). Every block of a tile waits for every
-# other: the launcher uses it only when all tiles × S blocks are resident at once (one block a multiprocessor). The
-# workspace: 2 counters a tile (arrived, left; the last to leave zeroes both), then the S partial products [M, N].
-SPREAD_TAIL = f"#define MINT_COUNTERS {COUNTERS}\n" + r"""  float* C = (float*)pc;
-  const float* bias = (const float*)pbias;
-  const int w = (tid & 127) >> 5, l = tid & 31;
-  const i64 row = m0 + wg * 64 + w * 16 + (l >> 2), col = n0 + 2 * (l & 3);
-  if (S == 1) { store_tile(d, C, ldc, M, N, row, col, bias, has_bias); return; }
-  int* arrived = (int*)pflags + 2 * pid;
-  int* left = arrived + 1;
-  float* ws = (float*)pflags + 2 * MINT_COUNTERS;
-  store_tile(d, ws + (i64)z * M * N, N, M, N, row, col, bias, false);   // this split's partial product
-  __threadfence();
-  __syncthreads();
-  if (tid == 0) {                                                     // release: the block's partial before its count
-    asm volatile("red.release.gpu.global.add.s32 [%0], 1;" :: "l"(arrived) : "memory");
-    const long long t0 = clock64();                                   // a broken wait traps (~10 s) instead of hanging the run
-    while (load_acquire(arrived) < S) if (clock64() - t0 > (1ll << 34)) __trap();
-  }
-  __syncthreads();
-  const int R = (BM + S - 1) / S;
-  const i64 r0 = m0 + (i64)z * R, r1 = min(min(m0 + (i64)BM, M), r0 + R), c1 = min(n0 + (i64)BN, N);
-  if ((N & 3) == 0 && (ldc & 3) == 0 && (pc & 15) == 0) {
-#pragma unroll 2
-    for (i64 i = tid; i < (r1 - r0) * (BN / 4); i += 256) {
-      const i64 r = r0 + i / (BN / 4), c = n0 + (i % (BN / 4)) * 4;
-      if (r >= r1 || c >= c1) continue;
-      float4 acc = __ldcg(reinterpret_cast<const float4*>(ws + r * N + c));
-      for (int s = 1; s < S; s++) {
-        const float4 v = __ldcg(reinterpret_cast<const float4*>(ws + (i64)s * M * N + r * N + c));
-        acc.x += v.x; acc.y += v.y; acc.z += v.z; acc.w += v.w;
-      }
-      if (has_bias) { acc.x += bias[c]; acc.y += bias[c + 1]; acc.z += bias[c + 2]; acc.w += bias[c + 3]; }
-      __stcg(reinterpret_cast<float4*>(C + r * ldc + c), acc);       // one 16-byte store (a plain assignment compiled to four)
-    }
-  } else {
-    for (i64 i = tid; i < (r1 - r0) * BN; i += 256) {
-      const i64 r = r0 + i / BN, c = n0 + i % BN;
-      if (r >= r1 || c >= c1) continue;
-      float acc = __ldcg(ws + r * N + c);
-      for (int s = 1; s < S; s++) acc += __ldcg(ws + (i64)s * M * N + r * N + c);
-      C[r * ldc + c] = has_bias ? acc + bias[c] : acc;
-    }
-  }
-  if (tid == 0 && atomicAdd(left, 1) == S - 1) { *arrived = 0; *left = 0; }   // every block of the tile is past the wait
-}
-#endif  // MINT_V8
-"""
+# no better (bench/results/h100_2026-12-07d/NOTES.md); it was removed after that run (in git: d87543a). The fourth,
+# SPREAD_TAIL, measured here the same day (bench/results/h100_2026-12-07e/), is chapter 24's TC_V8_SPREAD since.
 
 
 @cuda.jit
@@ -152,19 +73,18 @@ def sum_splits_kernel(ws, out, bias, has_bias):
 _KERNELS, _WS = {}, {}
 
 
-def variant_source(bn: int, ta: bool, tb: bool, entry: str = "before") -> tuple[str, str]:
-    "(name, CUDA source) of v8 with another entry point: 'before' (BEFORE) or 'spread' (the chapter's head + SPREAD_TAIL), after STORE."
+def variant_source(bn: int, ta: bool, tb: bool) -> tuple[str, str]:
+    "(name, CUDA source) of v8 with BEFORE's entry point (after the chapter's store_tile) instead of the chapter's."
     name, src = TC.tc_source(8, False, None, ta, tb, bn)
     assert src.endswith(TC.TC_V8_ENTRY)
-    tail = STORE + (BEFORE if entry == "before" else TC.V8_ENTRY_HEAD + SPREAD_TAIL)
-    return f"{name}_{entry}", src[:-len(TC.TC_V8_ENTRY)].replace(name, f"{name}_{entry}") + tail
+    return f"{name}_before", src[:-len(TC.TC_V8_ENTRY)].replace(name, f"{name}_before") + TC.V8_STORE + BEFORE
 
 
-def variant_kernel(bn: int, ta: bool, tb: bool, entry: str = "before"):
-    "v8 with the entry point it had before 2026-12-07 (C + z·c_split: a split's partial product at its place in a workspace), or with SPREAD_TAIL's."
-    key = (bn, ta, tb, entry)
+def variant_kernel(bn: int, ta: bool, tb: bool):
+    "v8 with the entry point it had before 2026-12-07 (C + z·c_split: a split's partial product at its place in a workspace)."
+    key = (bn, ta, tb)
     if key not in _KERNELS:
-        name2, src = variant_source(bn, ta, tb, entry)
+        name2, src = variant_source(bn, ta, tb)
         fn = cuda.declare_device(name2, TC._SIG8, link=[cuda.CUSource(src)], abi="c")
         @cuda.jit(TC._SIG8, launch_bounds=(256, 1))
         def k(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, c_split):
@@ -203,31 +123,12 @@ def before_gemm(a, b, out, bias, ta, tb, bn, splits):
 v8_splits = lambda K, sp: TC.v8_k_split(K, sp)[1]                     # the splits a plan launches (those with work)
 
 
-def spread_fits(M: int, N: int, bn: int, splits: int) -> bool:
-    "SPREAD_TAIL's blocks of a tile wait for each other: only when every block of the grid is resident at once (one a multiprocessor)."
-    return cdiv(N, bn) * cdiv(M, 128) * splits <= cuda.get_current_device().MULTIPROCESSOR_COUNT
-
-
 def spread_clean():
-    "After a SPREAD_TAIL launch: its counters are back at zero (else the next launch would not wait), and its partials are set to NaN (a block that reads them before they are written shows)."
+    "Before and after a spread product: its counters are at zero (else the next launch would not wait), and its partials are set to NaN (a block that reads them before they are written shows)."
     cuda.synchronize()
-    ws = _WS.get("spread")
-    if ws is None: return
-    assert not ws[:2 * COUNTERS].copy_to_host().any(), "spread: counters not reset"
-    ws[2 * COUNTERS:].copy_to_device(np.full(ws.size - 2 * COUNTERS, 0x7FC00000, np.int32))
-
-
-def spread_gemm(a, b, out, bias, ta, tb, bn, splits):
-    "The product with SPREAD_TAIL's entry: every split's partial into a workspace, then each of a tile's splits sums a slice of its rows (one launch)."
-    M, N, K, k_split, grid = _grid(a, out, ta, bn, splits)
-    splits, p = grid[2], _ptr
-    assert grid[0] * grid[1] <= COUNTERS and spread_fits(M, N, bn, splits), (M, N, bn, splits)
-    n = 2 * COUNTERS + splits * M * N                                   # the counters (never written but by the kernel), then the partials
-    if splits > 1 and (_WS.get("spread") is None or _WS["spread"].size < n): _WS["spread"] = cuda.to_device(np.zeros(n, np.int32))
-    variant_kernel(bn, ta, tb, "spread")[(*launch(grid, 256), TC.v8_shared_bytes(bn))](
-        p(a), p(b), p(out), p(bias), M, N, K, a.shape[1], b.shape[1], out.shape[1], int(bias is not None), k_split,
-        p(_WS["spread"]) if splits > 1 else 0)
-    return out
+    ws = TC.v8_workspace()
+    assert not ws[:2 * TC.V8_COUNTERS].copy_to_host().any(), "spread: counters not reset"
+    ws[2 * TC.V8_COUNTERS:].copy_to_device(np.full(ws.size - 2 * TC.V8_COUNTERS, 0x7FC00000, np.int32))
 
 
 def main():
@@ -237,8 +138,7 @@ def main():
     ap.add_argument("--per-graph", type=int, default=10, help="copies of the product recorded back to back in each graph (default 10)")
     ap.add_argument("--rounds", type=int, default=5, help="timed rounds per number (the median; default 5)")
     ap.add_argument("--spread", action=argparse.BooleanOptionalAction, default=True,
-                    help="also time SPREAD_TAIL's entry (every split's partial into a workspace, each split then sums a slice of "
-                         "the tile's rows in split order; plans whose blocks all fit on the GPU at once; default on)")
+                    help="also time the chapter's spread sum at every plan whose blocks all fit on the GPU at once (default on)")
     a = ap.parse_args()
     unknown = set(a.only or ()) - {s[0] for s in SHAPES + CHECKS}
     if unknown: ap.error(f"--only: no product {sorted(unknown)}; the products are {[s[0] for s in SHAPES + CHECKS]}")
@@ -264,33 +164,35 @@ def main():
             for sp in a.splits:
                 if sp > 1 and K // sp < 256: continue
                 for hb in (dbias, None):                 # the same bits both ways, with and without a bias
-                    TC.tc_gemm(da, db, c_new, hb, ta, tb, 8, plan=(bn, sp)); before_gemm(da, db, c_old, hb, ta, tb, bn, sp)
+                    TC.tc_gemm(da, db, c_new, hb, ta, tb, 8, plan=(bn, sp), spread=False); before_gemm(da, db, c_old, hb, ta, tb, bn, sp)
                     first = bits(c_new)
-                    TC.tc_gemm(da, db, c_new, hb, ta, tb, 8, plan=(bn, sp))
+                    TC.tc_gemm(da, db, c_new, hb, ta, tb, 8, plan=(bn, sp), spread=False)
                     assert np.array_equal(first, bits(c_new)), (label, bn, sp, "not the same bits twice")
                     assert np.array_equal(first, bits(c_old)), (label, bn, sp, hb is not None, "in-order sum differs from the two launches")
-                if a.spread and spread_fits(M, N, bn, v8_splits(K, sp)):   # the fourth way: the same bits as the two launches
+                if a.spread and TC.v8_resident(M, N, bn, v8_splits(K, sp)):   # spread: the same bits as the two launches
                     for hb in (dbias, None):
                         # NaN in C and in the partials before each call: a block that read too early or a write that
                         # never came shows; the counters must be back at zero after each launch
                         before_gemm(da, db, c_old, hb, ta, tb, bn, sp)
-                        spread_clean(); c_new.copy_to_device(nan_c); spread_gemm(da, db, c_new, hb, ta, tb, bn, sp)
+                        spread_clean(); c_new.copy_to_device(nan_c); TC.tc_gemm(da, db, c_new, hb, ta, tb, 8, plan=(bn, sp), spread=True)
                         first = bits(c_new)
-                        spread_clean(); c_new.copy_to_device(nan_c); spread_gemm(da, db, c_new, hb, ta, tb, bn, sp)
+                        spread_clean(); c_new.copy_to_device(nan_c); TC.tc_gemm(da, db, c_new, hb, ta, tb, 8, plan=(bn, sp), spread=True)
                         spread_clean()
                         assert np.array_equal(first, bits(c_new)), (label, bn, sp, "spread: not the same bits twice")
                         assert np.array_equal(first, bits(c_old)), (label, bn, sp, hb is not None, "spread differs from the two launches")
-                    row[f"spread_bn{bn}_s{sp}"] = flop / tg(capture(rep(lambda: spread_gemm(da, db, c_new, None, ta, tb, bn, sp)))) / 1e12
-                row[f"inorder_bn{bn}_s{sp}"] = flop / tg(capture(rep(lambda: TC.tc_gemm(da, db, c_new, None, ta, tb, 8, plan=(bn, sp))))) / 1e12
+                    row[f"spread_bn{bn}_s{sp}"] = flop / tg(capture(rep(lambda: TC.tc_gemm(da, db, c_new, None, ta, tb, 8, plan=(bn, sp), spread=True)))) / 1e12
+                row[f"inorder_bn{bn}_s{sp}"] = flop / tg(capture(rep(lambda: TC.tc_gemm(da, db, c_new, None, ta, tb, 8, plan=(bn, sp), spread=False)))) / 1e12
                 row[f"before_bn{bn}_s{sp}"] = flop / tg(capture(rep(lambda: before_gemm(da, db, c_old, None, ta, tb, bn, sp)))) / 1e12
         best = lambda p: max((v, k[len(p):]) for k, v in row.items() if k.startswith(p))
         (bb, kb), (bi, ki) = best("before_bn"), best("inorder_bn")
-        planned = row[f"inorder_bn{row['plan'][0]}_s{row['plan'][1]}"] if f"inorder_bn{row['plan'][0]}_s{row['plan'][1]}" in row else float("nan")
-        row.update(best_before=bb, best_before_plan=kb, best_inorder=bi, best_inorder_plan=ki, planned_inorder=planned)
+        pbn, psp = row["plan"]
+        how = "spread" if TC.v8_spread(M, N, pbn, v8_splits(K, psp)) else "inorder"          # as tc_gemm runs the plan
+        planned = row.get(f"{how}_bn{pbn}_s{psp}", float("nan"))
+        row.update(best_before=bb, best_before_plan=kb, best_inorder=bi, best_inorder_plan=ki, planned=planned, planned_how=how)
         out["rows"].append(row)
         cb = row["cublas_graph"]
         print(f"{label:18s} cuBLAS {cb:5.0f} | before: best {bb:5.0f} ({kb}, {bb / cb:.2f}x) | in order: best {bi:5.0f} ({ki}, {bi / cb:.2f}x), "
-              f"v8_plan {tuple(row['plan'])} {planned:5.0f} ({planned / cb:.2f}x)", flush=True)
+              f"v8_plan {tuple(row['plan'])} {'spread' if how == 'spread' else 'chain'} {planned:5.0f} ({planned / cb:.2f}x)", flush=True)
         if any(k.startswith("spread_bn") for k in row):
             bs, ks = best("spread_bn")
             row.update(best_spread=bs, best_spread_plan=ks)

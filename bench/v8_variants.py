@@ -58,7 +58,7 @@ def build(text: str, threads: int, defines: str):
         k_split, splits = TC.v8_k_split(K, splits)      # as tc_gemm: whole slabs a split, none without work
         grid = (cdiv(N, bn), cdiv(M, 128), splits)
         lda, ldb, ldc = a.shape[1], b.shape[1], out.shape[1]
-        flags = TC.v8_flags(grid[0] * grid[1]) if splits > 1 else None     # as tc_gemm: the splits of a tile sum in order through C
+        flags = TC.v8_workspace() if splits > 1 else None     # as tc_gemm (its chain: the splits of a tile sum in order through C)
         k[grid, threads, 0, TC.v8_shared_bytes(bn)](ptr(a), ptr(b), ptr(out), ptr(bias), M, N, K, lda, ldb, ldc, int(bias is not None), k_split, ptr(flags))
         return out
     return gemm

@@ -13,11 +13,12 @@ from .kernels import launch, check_args, gemm_dims, grid1d, scratch
 
 # %% auto #0
 __all__ = ['MMA_SHAPES', 'TC_COMMON', 'TC_V6', 'TC_V7_LOAD', 'TC_V7_MAIN', 'SHARED_BYTES_MAX', 'V7_TILES', 'TC_V8_LOAD',
-           'TC_V8_MAIN', 'V8_ENTRY_HEAD', 'TC_V8_ENTRY', 'V8_STAGES', 'V8_SPEED', 'V8_TFLOPS', 'V8_LINK_S',
-           'V8_MAX_SPLITS', 'frag_maps', 'mma_emulate', 'warp_gemm_emulate', 'ldmatrix_emulate', 'a_frag_rows',
-           'b_frag_rows', 'TcConfig', 'tc_source', 'make_tc_kernel', 'round_bf16_kernel', 'round_bf16',
-           'pick_tc_config', 'tc_gemm', 'tc_problem', 'tc_check', 'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm',
-           'v8_shared_bytes', 'v8_plan', 'v8_k_split', 'v8_flags', 'v8_fits']
+           'TC_V8_MAIN', 'V8_ENTRY_HEAD', 'TC_V8_ENTRY', 'V8_COUNTERS', 'V8_STORE', 'TC_V8_SPREAD', 'V8_STAGES',
+           'V8_SPEED', 'V8_TFLOPS', 'V8_LINK_S', 'V8_SPREAD_S', 'V8_MAX_SPLITS', 'frag_maps', 'mma_emulate',
+           'warp_gemm_emulate', 'ldmatrix_emulate', 'a_frag_rows', 'b_frag_rows', 'TcConfig', 'tc_source',
+           'make_tc_kernel', 'round_bf16_kernel', 'round_bf16', 'pick_tc_config', 'tc_gemm', 'tc_problem', 'tc_check',
+           'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm', 'v8_shared_bytes', 'v8_resident', 'v8_spread', 'v8_plan',
+           'v8_k_split', 'v8_workspace', 'v8_fits']
 
 # %% ../nbs/24_tensor_cores.ipynb #d0020cde
 MMA_SHAPES = {"bf16": (16, 8, 16), "tf32": (16, 8, 8)}   # (m, n, k) of the mma.sync tile
@@ -383,8 +384,8 @@ _SIG8 = "void(" + ", ".join(["int64"] * 13) + ")"
 
 # %% ../nbs/24_tensor_cores.ipynb #b7a7730e
 def tc_source(version: int, tf32: bool = False, cfg: TcConfig | None = None, trans_a: bool = False, trans_b: bool = False,
-              bn: int = 256) -> tuple[str, str]:
-    "(function name, CUDA source) of one variant: v6 (bf16 or TF32), v7 with tile `cfg`, or v8 with block width `bn`; fixed transpose flags."
+              bn: int = 256, spread: bool = False) -> tuple[str, str]:
+    "(function name, CUDA source) of one variant: v6 (bf16 or TF32), v7 with tile `cfg`, or v8 with block width `bn` (its splits summed in a chain, or `spread`); fixed transpose flags."
     if version == 6:
         name = f"mint_tc_v6_{'tf32' if tf32 else 'bf16'}"
         head = f"#define MINT_V6\n#define MINT_TF32 {int(tf32)}\n"
@@ -394,19 +395,19 @@ def tc_source(version: int, tf32: bool = False, cfg: TcConfig | None = None, tra
         head = "".join(f"#define MINT_{k} {v}\n" for k, v in dict(V7=1, BM=c.bm, BN=c.bn, BK=c.bk, WM=c.wm, WN=c.wn,
                                                                    STAGES=c.stages, TA=int(trans_a), TB=int(trans_b)).items())
     elif version == 8:
-        name = f"mint_tc_v8_{bn}_s{V8_STAGES[bn]}_{'t' if trans_a else 'n'}{'t' if trans_b else 'n'}"
+        name = f"mint_tc_v8_{bn}_s{V8_STAGES[bn]}_{'t' if trans_a else 'n'}{'t' if trans_b else 'n'}{'_spread' if spread else ''}"
         head = "".join(f"#define MINT_{k} {v}\n" for k, v in dict(V8=1, BN=bn, STAGES=V8_STAGES[bn], TA=int(trans_a), TB=int(trans_b)).items())
-        return name, f"#define MINT_NAME {name}\n" + head + TC_COMMON + wgmma_asm(bn) + TC_V8_LOAD + TC_V8_MAIN + TC_V8_ENTRY
+        return name, f"#define MINT_NAME {name}\n" + head + TC_COMMON + wgmma_asm(bn) + TC_V8_LOAD + TC_V8_MAIN + (TC_V8_SPREAD if spread else TC_V8_ENTRY)
     else: raise ValueError(f"version must be 6, 7 or 8, got {version!r}")
     return name, f"#define MINT_NAME {name}\n" + head + TC_COMMON + TC_V6 + TC_V7_LOAD + TC_V7_MAIN
 
 # %% ../nbs/24_tensor_cores.ipynb #8bebc9d1
 @functools.lru_cache(maxsize=None)
 def make_tc_kernel(version: int, tf32: bool = False, cfg: TcConfig | None = None, trans_a: bool = False, trans_b: bool = False,
-                   bn: int = 256):
+                   bn: int = 256, spread: bool = False):
     "The numba kernel of one variant (compiled by NVRTC on first launch; GPU only, v8 Hopper only); cached."
     if simulator_enabled(): raise RuntimeError("the tensor-core kernels are CUDA C++: they need a real GPU, not the simulator")
-    name, src = tc_source(version, tf32, cfg, bool(trans_a), bool(trans_b), bn)
+    name, src = tc_source(version, tf32, cfg, bool(trans_a), bool(trans_b), bn, bool(spread))
     if version == 6:
         fn = cuda.declare_device(name, _SIG6, link=[cuda.CUSource(src)], abi="c")
         @cuda.jit
@@ -485,8 +486,8 @@ def _ld(name: str, x) -> int:
 
 # %% ../nbs/24_tensor_cores.ipynb #cd537b33
 def tc_gemm(a, b, out=None, bias=None, trans_a: bool = False, trans_b: bool = False, version: int | str = 7,
-            config: TcConfig | None = None, plan: tuple[int, int] | None = None):
-    "out = op(a)·op(b) (+ bias) on the tensor cores: a, b bf16 (uint16) or float32 device arrays, out float32 [M,N]; v6, v7 (tile `config`, else `pick_tc_config`) or v8 (`plan` (block width, k-splits), else `v8_plan`'s); `version` 'auto': v8 where `v8_fits`, else v7 (the training provider's choice)."
+            config: TcConfig | None = None, plan: tuple[int, int] | None = None, spread: bool | None = None):
+    "out = op(a)·op(b) (+ bias) on the tensor cores: a, b bf16 (uint16) or float32 device arrays, out float32 [M,N]; v6, v7 (tile `config`, else `pick_tc_config`) or v8 (`plan` (block width, k-splits), else `v8_plan`'s; its splits summed in a chain or `spread`, else as `v8_spread` says); `version` 'auto': v8 where `v8_fits`, else v7 (the training provider's choice)."
     M, K, N = gemm_dims(a, b, trans_a, trans_b, "tc_gemm", dtypes=(np.uint16, np.float32))
     if out is None: out = cuda.device_array((M, N), np.float32)
     check_args("tc_gemm", out=(out, (M, N), np.float32), bias=(bias, (N,), np.float32))
@@ -512,10 +513,14 @@ def tc_gemm(a, b, out=None, bias=None, trans_a: bool = False, trans_b: bool = Fa
         if not v8_fits(a, b, trans_a, trans_b): raise ValueError("tc_gemm: v8 needs a Hopper GPU and 16-byte-aligned operand rows (see v8_fits)")
         bn, splits = plan or v8_plan(M, N, K)
         if bn not in V8_STAGES or int(splits) != splits or splits < 1: raise ValueError(f"tc_gemm: plan must be (block width in {list(V8_STAGES)}, k-splits >= 1), got {plan}")
-        kernel = make_tc_kernel(8, False, None, bool(trans_a), bool(trans_b), bn)
         k_split, splits = v8_k_split(K, splits)          # whole slabs a split; no split without work
         grid = (cdiv(N, bn), cdiv(M, 128), splits)
-        flags = v8_flags(grid[0] * grid[1]) if splits > 1 else None   # the splits of a tile sum in order through C
+        if spread is None: spread = v8_spread(M, N, bn, splits)
+        elif spread and not v8_resident(M, N, bn, splits):
+            raise ValueError(f"tc_gemm: spread=True needs all {grid[0] * grid[1] * splits} blocks resident at once (one a multiprocessor, {_sm_count()} here, at most {V8_COUNTERS} tiles)")
+        kernel = make_tc_kernel(8, False, None, bool(trans_a), bool(trans_b), bn, bool(spread))
+        # the splits of a tile meet through C (chain: a flag a tile) or a workspace (spread: two counters a tile, then the partials)
+        flags = v8_workspace() if splits > 1 else None
         kernel[(*launch(grid, 256), v8_shared_bytes(bn))](ptr(a), ptr(b), ptr(out), ptr(bias), M, N, K, lda, ldb, ldc, hb, k_split, ptr(flags))
     else: raise ValueError(f"version must be 6, 7 or 8, got {version!r}")
     return out
@@ -804,6 +809,79 @@ TC_V8_ENTRY = V8_ENTRY_HEAD + r"""  float* C = (float*)pc;
 """
 
 
+# %% ../nbs/24_tensor_cores.ipynb #e7c1a9d6
+V8_COUNTERS = 1024                # a spread product's tiles at most (each has two counters at the workspace's start)
+
+# A thread's accumulators into X: the loop at the end of TC_V8_ENTRY, as a function (the spread entry stores twice)
+V8_STORE = f"#define MINT_COUNTERS {V8_COUNTERS}\n" + r"""
+#ifdef MINT_V8
+// d into X (leading dimension ld), + bias[c] if add_bias: the thread's rows row and row+8, columns col+8j and col+8j+1
+// of each n8 (8-byte stores where the pair is aligned, nothing outside M x N).
+__device__ __forceinline__ void store_tile(const float* d, float* X, i64 ld, i64 M, i64 N, i64 row, i64 col,
+                                           const float* bias, bool add_bias) {
+#pragma unroll
+  for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const i64 r = row + 8 * h, c = col + 8 * j;
+      if (r >= M) continue;
+      float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
+      if (add_bias) { if (c < N) v0 += bias[c]; if (c + 1 < N) v1 += bias[c + 1]; }
+      if (c + 1 < N && ((ld | c) & 1) == 0) *reinterpret_cast<float2*>(X + r * ld + c) = make_float2(v0, v1);
+      else { if (c < N) X[r * ld + c] = v0; if (c + 1 < N) X[r * ld + c + 1] = v1; }
+    }
+}
+#endif  // MINT_V8
+"""
+
+TC_V8_SPREAD = V8_STORE + V8_ENTRY_HEAD + r"""  float* C = (float*)pc;
+  const float* bias = (const float*)pbias;
+  const int w = (tid & 127) >> 5, l = tid & 31;
+  const i64 row = m0 + wg * 64 + w * 16 + (l >> 2), col = n0 + 2 * (l & 3);
+  if (S == 1) { store_tile(d, C, ldc, M, N, row, col, bias, has_bias); return; }
+  // pflags: the workspace, 2 counters a tile (arrived, left), then the S partial products [M, N] from int 2·MINT_COUNTERS
+  int* arrived = (int*)pflags + 2 * pid;
+  int* left = arrived + 1;
+  float* ws = (float*)pflags + 2 * MINT_COUNTERS;
+  store_tile(d, ws + (i64)z * M * N, N, M, N, row, col, bias, false);   // this split's partial product
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) {                                                     // release: the block's partial before its count
+    asm volatile("red.release.gpu.global.add.s32 [%0], 1;" :: "l"(arrived) : "memory");
+    const long long t0 = clock64();                                   // a wait that cannot end traps (~10 s), no hang
+    while (load_acquire(arrived) < S) if (clock64() - t0 > (1ll << 34)) __trap();
+  }
+  __syncthreads();
+  // block z sums rows [z·R, (z+1)·R) of the tile over the S partials, in split order, + bias, into C
+  const int R = (BM + S - 1) / S;
+  const i64 r0 = m0 + (i64)z * R, r1 = min(min(m0 + (i64)BM, M), r0 + R), c1 = min(n0 + (i64)BN, N);
+  if ((N & 3) == 0 && (ldc & 3) == 0 && (pc & 15) == 0) {             // 16-byte loads and stores, many in flight
+#pragma unroll 2
+    for (i64 i = tid; i < (r1 - r0) * (BN / 4); i += 256) {
+      const i64 r = r0 + i / (BN / 4), c = n0 + (i % (BN / 4)) * 4;
+      if (r >= r1 || c >= c1) continue;
+      float4 acc = __ldcg(reinterpret_cast<const float4*>(ws + r * N + c));
+      for (int s = 1; s < S; s++) {
+        const float4 v = __ldcg(reinterpret_cast<const float4*>(ws + (i64)s * M * N + r * N + c));
+        acc.x += v.x; acc.y += v.y; acc.z += v.z; acc.w += v.w;
+      }
+      if (has_bias) { acc.x += bias[c]; acc.y += bias[c + 1]; acc.z += bias[c + 2]; acc.w += bias[c + 3]; }
+      __stcg(reinterpret_cast<float4*>(C + r * ldc + c), acc);
+    }
+  } else {
+    for (i64 i = tid; i < (r1 - r0) * BN; i += 256) {
+      const i64 r = r0 + i / BN, c = n0 + i % BN;
+      if (r >= r1 || c >= c1) continue;
+      float acc = __ldcg(ws + r * N + c);
+      for (int s = 1; s < S; s++) acc += __ldcg(ws + (i64)s * M * N + r * N + c);
+      C[r * ldc + c] = has_bias ? acc + bias[c] : acc;
+    }
+  }
+  if (tid == 0 && atomicAdd(left, 1) == S - 1) { *arrived = 0; *left = 0; }   // the last block past the wait resets both
+}
+#endif  // MINT_V8
+"""
+
 # %% ../nbs/24_tensor_cores.ipynb #06370cfc
 V8_STAGES = {256: 4, 128: 6}      # stages of 64-wide slabs per block width (both about 197 KB of shared memory)
 V8_SPEED = {256: 1.0, 128: 0.82}  # relative speed of a block (the probe at 4096³: 128×128 blocks did 0.82 of 128×256's TFLOP/s)
@@ -814,14 +892,25 @@ def v8_shared_bytes(bn: int) -> int:
 
 V8_TFLOPS = 700                  # v8's rate at 4096³ (H100 / H200, rounded down): the plan's time unit
 V8_LINK_S = 8e-6                  # what each split after the first adds to its tile's chain: wait, read the running sum, write it back
+V8_SPREAD_S = 2e-6                # what each split after the first adds to a spread sum: its partial written and read once more
 V8_MAX_SPLITS = 8                 # the most k-splits a plan considers
 
+def v8_resident(M: int, N: int, bn: int, splits: int, sms: int | None = None) -> bool:
+    "Every block of the grid runs at once (one a multiprocessor; `sms`: this GPU's), so blocks may wait for each other; and the tiles have their counters."
+    tiles = cdiv(M, 128) * cdiv(N, bn)
+    return tiles * splits <= (sms or _sm_count()) and tiles <= V8_COUNTERS
+
+def v8_spread(M: int, N: int, bn: int, splits: int, sms: int | None = None) -> bool:
+    "The splits meet spread (each sums a slice of the tile's rows) rather than in a chain: from three splits up, where the grid is resident."
+    return splits >= 3 and v8_resident(M, N, bn, splits, sms)
+
 def v8_plan(M: int, N: int, K: int, sms: int | None = None) -> tuple[int, int]:
-    "(block width, k-splits) with the least modelled time: waves of one block per multiprocessor × a block's flops at its multiprocessor's share of V8_TFLOPS ÷ its speed, plus, for k-splits, the chain of in-order sums (`V8_LINK_S` a split after the first); k-splits only for outputs with fewer blocks than multiprocessors, at most `V8_MAX_SPLITS`, each of at least four slabs."
+    "(block width, k-splits) with the least modelled time: waves of one block per multiprocessor × a block's flops at its multiprocessor's share of V8_TFLOPS ÷ its speed, plus, for k-splits, how they meet (`V8_SPREAD_S` a split after the first where `v8_spread`, else the chain's `V8_LINK_S`); k-splits only for outputs with fewer blocks than multiprocessors, at most `V8_MAX_SPLITS`, each of at least four slabs."
     sms = sms or _sm_count()
     def cost(bn, s):
         block = 2 * 128 * bn * cdiv(K, s) / (V8_TFLOPS * 1e12 / sms) / V8_SPEED[bn]
-        return cdiv(cdiv(M, 128) * cdiv(N, bn) * s, sms) * block + (s - 1) * V8_LINK_S
+        meet = V8_SPREAD_S if v8_spread(M, N, bn, v8_k_split(K, s)[1], sms) else V8_LINK_S
+        return cdiv(cdiv(M, 128) * cdiv(N, bn) * s, sms) * block + (s - 1) * meet
     plans = [(bn, s) for bn in V8_STAGES for s in range(1, V8_MAX_SPLITS + 1)
              if s == 1 or (K // s >= 256 and cdiv(M, 128) * cdiv(N, bn) < sms)]     # split only what leaves multiprocessors idle
     return min(plans, key=lambda p: (cost(*p), p[1]))
@@ -831,12 +920,12 @@ def v8_k_split(K: int, splits: int) -> tuple[int, int]:
     k_split = cdiv(cdiv(K, splits), 64) * 64
     return k_split, cdiv(K, k_split)
 
-_FLAGS = []                       # v8's per-tile flags (see v8_flags)
+_WORKSPACE = []                   # v8's k-split workspace (see v8_workspace)
 
-def v8_flags(n: int):
-    "At least `n` int32 flags, zero between products (a product's last split resets its tile's): allocated zeroed, only ever grown, never freed (recorded graphs hold their address). Products split only below one tile a multiprocessor, so the first 1024 flags serve every GPU with fewer multiprocessors (the allocation never happens inside a graph's recording); one product at a time (one stream)."
-    if not _FLAGS or _FLAGS[-1].size < n: _FLAGS.append(cuda.to_device(np.zeros(max(n, 1024), np.int32)))
-    return _FLAGS[-1]
+def v8_workspace():
+    "The int32 workspace of v8's k-splits, allocated zeroed at the first product with splits and never again (recorded graphs hold its address; training, decoding and Muon run a step kernel by kernel before recording one): at its start a chain's flags (one a tile) or a spread's counters (two a tile), zero between products (a product resets its tiles'); from int 2·V8_COUNTERS a spread's partial products (S·M·N floats ≤ one 128×256 tile a multiprocessor). One product at a time (one stream)."
+    if not _WORKSPACE: _WORKSPACE.append(cuda.to_device(np.zeros(2 * V8_COUNTERS + _sm_count() * 128 * 256, np.int32)))
+    return _WORKSPACE[0]
 
 
 # %% ../nbs/24_tensor_cores.ipynb #7bb051d3

@@ -57,3 +57,17 @@ def test_tile_configs_and_sources():
     assert name in src and "#define MINT_TA 1" in src and "ldmatrix" in src
     with pytest.raises(ValueError, match="bytes of shared memory"):
         TC.TcConfig(256, 256, 64, 2, 4, 4).check()
+
+
+def test_v8_spread_only_where_the_grid_is_resident():
+    # d768 out dW (18 tiles of 128 x 256): seven splits spread on 132 multiprocessors, never a spread that would not fit
+    assert TC.v8_plan(768, 768, 16384, sms=132) == (256, 7) and TC.v8_spread(768, 768, 256, 7, sms=132)
+    assert not TC.v8_spread(768, 768, 256, 2, sms=132)                 # two splits: the chain's one link
+    assert not TC.v8_spread(768, 768, 256, 7, sms=100)                 # 126 blocks on 100 multiprocessors: a chain
+    for sms in (16, 78, 114, 132):
+        for M, N, K in ((768, 768, 16384), (1536, 512, 8192), (136, 263, 16384), (4096, 4096, 4096)):
+            bn, s = TC.v8_plan(M, N, K, sms=sms)
+            if TC.v8_spread(M, N, bn, TC.v8_k_split(K, s)[1], sms=sms):
+                assert TC.cdiv(M, 128) * TC.cdiv(N, bn) * TC.v8_k_split(K, s)[1] <= sms
+    chain, spread = TC.tc_source(8, bn=256), TC.tc_source(8, bn=256, spread=True)
+    assert spread[0] == chain[0] + "_spread" and "red.release" in spread[1] and "red.release" not in chain[1]

@@ -70,8 +70,9 @@ def sources():
     for ta in (False, True):
         for tb in (False, True):
             for bn in TC.V8_STAGES:
-                name, src = TC.tc_source(8, False, None, ta, tb, bn)
-                yield f"v8 {bn} ta={int(ta)} tb={int(tb)}", name, ["i64"] * 13, 256, None, src
+                for spread in (False, True):                      # the splits summed in a chain or spread
+                    name, src = TC.tc_source(8, False, None, ta, tb, bn, spread)
+                    yield f"v8 {bn} ta={int(ta)} tb={int(tb)}{' spread' if spread else ''}", name, ["i64"] * 13, 256, None, src
             cfg = TC.V7_TILES[0]
             name, src = TC.tc_source(7, False, cfg, ta, tb)
             yield f"v7 {cfg} ta={int(ta)} tb={int(tb)}", name, ["i64"] * 11, cfg.threads, None, src
@@ -83,11 +84,9 @@ def sources():
             yield f"flash-tc {part} head_dim {hd}", f"mint_{part}_{name}", types + ["float"], None, caps.get(part), src
     try: import v8_serial
     except ImportError: return
-    for entry in ("before", "spread"):                                  # spread (not yet run on a GPU): every transpose
-        for bn in TC.V8_STAGES:
-            for ta, tb in ((True, False),) if entry != "spread" else ((False, False), (False, True), (True, False), (True, True)):
-                name, src = v8_serial.variant_source(bn, ta, tb, entry)
-                yield f"bench/v8_serial.py {entry} {bn} ta={int(ta)} tb={int(tb)}", name, ["i64"] * 13, 256, None, src
+    for bn in TC.V8_STAGES:                                             # the entry point v8 had before 2026-12-07
+        name, src = v8_serial.variant_source(bn, True, False)
+        yield f"bench/v8_serial.py before {bn} ta=1 tb=0", name, ["i64"] * 13, 256, None, src
 
 
 def main():
