@@ -84,13 +84,7 @@ def variant_kernel(bn: int, ta: bool, tb: bool):
     "v8 with the entry point it had before 2026-12-07 (C + z·c_split: a split's partial product at its place in a workspace)."
     key = (bn, ta, tb)
     if key not in _KERNELS:
-        name2, src = variant_source(bn, ta, tb)
-        fn = cuda.declare_device(name2, TC._SIG8, link=[cuda.CUSource(src)], abi="c")
-        @cuda.jit(TC._SIG8, launch_bounds=(256, 1))
-        def k(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, c_split):
-            fn(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, c_split)
-        TC._allow_shared(k, TC.v8_shared_bytes(bn))
-        _KERNELS[key] = k
+        _KERNELS[key] = TC.v8_kernel(*variant_source(bn, ta, tb), bn)
     return _KERNELS[key]
 
 

@@ -42,12 +42,7 @@ def build(text: str, threads: int, defines: str):
             src = (f"#define MINT_NAME {name}\n" + head + "".join(f"#define MINT_{k} {v}\n" for k, v in
                    dict(V8=1, BN=bn, STAGES=TC.V8_STAGES[bn], TA=int(ta), TB=int(tb)).items())
                    + TC.TC_COMMON + TC.wgmma_asm(bn) + text)
-            fn = cuda.declare_device(name, TC._SIG8, link=[cuda.CUSource(src)], abi="c")
-            @cuda.jit(TC._SIG8, launch_bounds=(threads, 1))
-            def k(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, flags):
-                fn(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, flags)
-            TC._allow_shared(k, TC.v8_shared_bytes(bn))
-            kernels[key] = k
+            kernels[key] = TC.v8_kernel(name, src, bn, threads)
         return kernels[key]
     ptr = lambda x: 0 if x is None else x.device_ctypes_pointer.value
     def gemm(a, b, out, bias, ta, tb):

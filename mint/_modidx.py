@@ -1126,6 +1126,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'mint.tensor_cores.tc_source': ('tensor_cores.html#tc_source', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.v8_fits': ('tensor_cores.html#v8_fits', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.v8_k_split': ('tensor_cores.html#v8_k_split', 'mint/tensor_cores.py'),
+                                   'mint.tensor_cores.v8_kernel': ('tensor_cores.html#v8_kernel', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.v8_place': ('tensor_cores.html#v8_place', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.v8_plan': ('tensor_cores.html#v8_plan', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.v8_resident': ('tensor_cores.html#v8_resident', 'mint/tensor_cores.py'),

@@ -15,7 +15,7 @@ from .kernels import launch, check_args, gemm_dims, grid1d, scratch
 __all__ = ['MMA_SHAPES', 'TC_COMMON', 'TC_V6', 'TC_V7_LOAD', 'TC_V7_MAIN', 'SHARED_BYTES_MAX', 'V7_TILES', 'TC_V8_LOAD',
            'TC_V8_MAIN', 'V8_ENTRY_HEAD', 'TC_V8_ENTRY', 'V8_COUNTERS', 'V8_STORE', 'TC_V8_SPREAD', 'V8_STAGES',
            'V8_SPEED', 'V8_TFLOPS', 'V8_LINK_S', 'V8_SPREAD_S', 'V8_MAX_SPLITS', 'frag_maps', 'mma_emulate',
-           'warp_gemm_emulate', 'ldmatrix_emulate', 'a_frag_rows', 'b_frag_rows', 'TcConfig', 'tc_source',
+           'warp_gemm_emulate', 'ldmatrix_emulate', 'a_frag_rows', 'b_frag_rows', 'TcConfig', 'tc_source', 'v8_kernel',
            'make_tc_kernel', 'round_bf16_kernel', 'round_bf16', 'pick_tc_config', 'tc_gemm', 'tc_problem', 'tc_check',
            'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm', 'v8_shared_bytes', 'v8_resident', 'v8_spread', 'v8_plan',
            'v8_k_split', 'v8_workspace', 'v8_fits']
@@ -402,6 +402,15 @@ def tc_source(version: int, tf32: bool = False, cfg: TcConfig | None = None, tra
     return name, f"#define MINT_NAME {name}\n" + head + TC_COMMON + TC_V6 + TC_V7_LOAD + TC_V7_MAIN
 
 # %% ../nbs/24_tensor_cores.ipynb #8bebc9d1
+def v8_kernel(name: str, src: str, bn: int, threads: int = 256):
+    "The numba kernel around a v8 entry point `name` in `src` (13 int64 arguments) for block width `bn`, its shared memory allowed (also the benches' variants)."
+    fn = cuda.declare_device(name, _SIG8, link=[cuda.CUSource(src)], abi="c")
+    @cuda.jit(_SIG8, launch_bounds=(threads, 1))                  # two warpgroups, up to 232 registers each
+    def v8(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, flags):
+        fn(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, flags)
+    _allow_shared(v8, v8_shared_bytes(bn))
+    return v8
+
 @functools.lru_cache(maxsize=None)
 def make_tc_kernel(version: int, tf32: bool = False, cfg: TcConfig | None = None, trans_a: bool = False, trans_b: bool = False,
                    bn: int = 256, spread: bool = False):
@@ -414,13 +423,7 @@ def make_tc_kernel(version: int, tf32: bool = False, cfg: TcConfig | None = None
         def v6(a, b, c, bias, M, N, K, sar, sak, sbk, sbn, ldc, has_bias):
             fn(a, b, c, bias, M, N, K, sar, sak, sbk, sbn, ldc, has_bias)
         return v6
-    if version == 8:
-        fn = cuda.declare_device(name, _SIG8, link=[cuda.CUSource(src)], abi="c")
-        @cuda.jit(_SIG8, launch_bounds=(256, 1))                      # two warpgroups, up to 232 registers each
-        def v8(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, flags):
-            fn(a, b, c, bias, M, N, K, lda, ldb, ldc, has_bias, k_split, flags)
-        _allow_shared(v8, v8_shared_bytes(bn))
-        return v8
+    if version == 8: return v8_kernel(name, src, bn)
     fn = cuda.declare_device(name, _SIG7, link=[cuda.CUSource(src)], abi="c")
     acc = (cfg.bm // cfg.wm) * (cfg.bn // cfg.wn) // 32             # fp32 accumulators per thread
     @cuda.jit(_SIG7, launch_bounds=(cfg.threads, 2 if acc <= 64 and cfg.threads <= 256 else 1))   # 2 blocks: at most 128 registers
