@@ -228,7 +228,7 @@ def test_resume_on_another_number_of_ranks(tmp_path):
     args = ["train", "--max", "400", "--steps", "8", *SMALL]
     assert main([*args, "--out", str(tmp_path / "full")]) == 0
     stop = ("import os, signal, mint.train as T\n_s = T.Engine.step\n"
-            "def step(self, b, lr, i):\n    loss = _s(self, b, lr, i)\n    if i == 4: os.kill(os.getpid(), signal.SIGINT)\n    return loss\n"
+            "def step(self, b, lr, i):\n    loss = _s(self, b, lr, i)\n    if i == 4: signal.raise_signal(signal.SIGINT)\n    return loss\n"
             "T.Engine.step = step\n")
     cli = "import sys\n{}from mint.cli import main\nsys.exit(main(sys.argv[1:]))"
     p = subprocess.run([sys.executable, "-c", cli.format(stop), *args, "--out", str(tmp_path / "cut")], capture_output=True,

@@ -387,7 +387,7 @@ def test_not_enough_memory_is_found_before_training(tmp_path, capsys, monkeypatc
 def test_interrupted_or_terminated_during_start_up(tmp_path, capsys, monkeypatch):
     import mint.pipeline as P
     for sig, code_want, word in ((signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")):
-        monkeypatch.setattr(P, "load_samples", lambda *a, **k: os.kill(os.getpid(), sig) or time.sleep(5))
+        monkeypatch.setattr(P, "load_samples", lambda *a, **k: signal.raise_signal(sig) or time.sleep(5))
         code, out, err = run(["train", "--steps", "2", "--out", tmp_path / word, *SMALL], capsys)
         assert code == code_want and one_line_error(code, err) == f"mint: {word}"
         assert not (tmp_path / word / "mint.lock").exists()                     # the lock was released
@@ -439,7 +439,7 @@ def uninterrupted(tmp_path_factory):
 def test_signal_mid_run_stops_cleanly_saves_and_resumes_to_the_same_losses(uninterrupted, tmp_path, capsys, sig, code, word):
     args, full = RUN10, uninterrupted
     stopped = tmp_path / "stopped"
-    p = cli(["train", *args, "--out", stopped], at_step(5, f"os.kill(os.getpid(), {int(sig)})"))
+    p = cli(["train", *args, "--out", stopped], at_step(5, f"signal.raise_signal({int(sig)})"))
     _, err = p.communicate(timeout=300)
     assert p.returncode == code, err
     assert err.strip().splitlines()[-1] == f"mint: {word} at step 5; continue with: mint train --resume {stopped}"
@@ -541,9 +541,9 @@ def test_second_ctrl_c_during_the_stops_save_says_what_was_not_saved(tmp_path):
     "Ctrl-C at step 5, then Ctrl-C again as the stop saves its best checkpoint: the stop ends at once, history.json and summary.json are written, and the line names what was not saved and what is on disk (it said 'the training state is that of step 5' while the state on disk was step 3's)."
     out = tmp_path / "r"
     patch = ("import os, signal, mint.train as T, mint.checkpoint as C\n_s = T.Engine.step\n"
-             "def hook(pt, path, n=[0]):\n    if pt == 'created' and n[0] == 0: n[0] = 1; os.kill(os.getpid(), signal.SIGINT)\n"
+             "def hook(pt, path, n=[0]):\n    if pt == 'created' and n[0] == 0: n[0] = 1; signal.raise_signal(signal.SIGINT)\n"
              "def step(self, b, lr, i):\n    loss = _s(self, b, lr, i)\n"
-             "    if i == 5: os.kill(os.getpid(), signal.SIGINT); C.fault_hook = hook\n    return loss\n"
+             "    if i == 5: signal.raise_signal(signal.SIGINT); C.fault_hook = hook\n    return loss\n"
              "T.Engine.step = step")
     p = cli(["train", *RUN10, "--out", out], patch)
     _, err = p.communicate(timeout=300)

@@ -134,7 +134,7 @@ def test_extending_a_finished_run_prints_the_new_plan(finished, tmp_path, capsys
 HISTORY_SIGNAL = ("import os, signal, mint.checkpoint as C\n_sent = []\n"
                   "def hook(point, path):\n"
                   "    if path.name == 'history.json' and point == 'wrote' and not _sent:\n"
-                  "        _sent.append(1); os.kill(os.getpid(), signal.{sig})\n"
+                  "        _sent.append(1); signal.raise_signal(signal.{sig})\n"
                   "C.fault_hook = hook")
 
 @POSIX
@@ -192,7 +192,7 @@ def test_chat_at_its_prompt_exits_143_on_sigterm_and_130_on_ctrl_c(finished, sig
 def test_sigterm_inside_compiled_code_during_generate_is_143_not_an_internal_error(finished):
     "A signal handler that raises inside a compiled function comes back as that function's SystemError, chained to it."
     patch = ("import os, signal, time, mint.generate as G\n"
-             "def stream(*a, **k):\n    try:\n        os.kill(os.getpid(), signal.SIGTERM); time.sleep(30)\n"
+             "def stream(*a, **k):\n    try:\n        signal.raise_signal(signal.SIGTERM); time.sleep(30)\n"
              "    except BaseException as e:\n        raise SystemError('<built-in function> returned a result with an exception set') from e\n"
              "    yield 0\nG.stream = stream")
     p = cli(["generate", "--ckpt", finished / "best.safetensors", "--prompt", "中国"], patch)
