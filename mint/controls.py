@@ -34,6 +34,8 @@ def stop_on_signals(control: TrainControl):
     def handler(signum, frame):
         if control.stop_reason is None or control.shielded: control.request_stop(reasons[signum]); return   # the last writes finish
         prev = old[signum] if old[signum] is not None else signal.SIG_DFL
+        if prev == signal.SIG_IGN:      # started ignoring it (a script's background job): the first one stopped the run, so the second stops at once too
+            prev = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
         signal.signal(signum, prev)
         if callable(prev): prev(signum, frame)
         elif prev == signal.SIG_DFL: signal.raise_signal(signum)
