@@ -29,6 +29,14 @@ def trained(tmp_path_factory, peoples_daily):
     return get
 
 
+def pytest_configure(config):
+    """The signal tests press Ctrl-C as a terminal does, on a foreground job. Run as a background job of a script, pytest
+    starts with SIGINT ignored, and every process it starts would inherit that (the real `mint` command takes SIGINT
+    back at start; `python -c "...main()"` does not): put Python's own Ctrl-C handler back, as a foreground job has it."""
+    import signal
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN: signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False, help="also run the tests marked slow")
 

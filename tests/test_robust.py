@@ -384,15 +384,7 @@ def test_not_enough_memory_is_found_before_training(tmp_path, capsys, monkeypatc
     assert "GiB" in msg and "--batch-size" in msg and "done" not in out
 
 
-@pytest.fixture
-def ctrl_c():
-    "Python's own Ctrl-C handler for the test, also when pytest itself was started with SIGINT ignored (a script's background job)."
-    keep = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, keep)
-
-
-def test_interrupted_or_terminated_during_start_up(tmp_path, capsys, monkeypatch, ctrl_c):
+def test_interrupted_or_terminated_during_start_up(tmp_path, capsys, monkeypatch):
     import mint.pipeline as P
     for sig, code_want, word in ((signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")):
         monkeypatch.setattr(P, "load_samples", lambda *a, **k: signal.raise_signal(sig) or time.sleep(5))
