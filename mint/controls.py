@@ -26,7 +26,7 @@ class TrainControl:
 # %% ../nbs/36a_controls.ipynb #678e44b3
 @contextlib.contextmanager
 def stop_on_signals(control: TrainControl):
-    "While the block runs (main thread only): the first SIGINT/SIGTERM asks `control` to stop after the current step; a second goes to the previous handler (Ctrl-C: KeyboardInterrupt at once), except while `control.shielded` (a run's last writes)."
+    "While the block runs (main thread only): the first SIGINT/SIGTERM asks `control` to stop after the current step; a second goes to the previous handler (Ctrl-C: KeyboardInterrupt at once; where the signal was ignored, SIGINT's default handler or SIGTERM's default action), except while `control.shielded` (a run's last writes)."
     if threading.current_thread() is not threading.main_thread(): yield; return
     reasons = {signal.SIGINT: "interrupted"}
     if hasattr(signal, "SIGTERM"): reasons[signal.SIGTERM] = "terminated"

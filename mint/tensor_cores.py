@@ -521,6 +521,8 @@ def tc_gemm(a, b, out=None, bias=None, trans_a: bool = False, trans_b: bool = Fa
         if spread is None: spread = v8_spread(M, N, bn, splits)
         elif spread and not v8_resident(M, N, bn, splits):
             raise ValueError(f"tc_gemm: spread=True needs all {grid[0] * grid[1] * splits} blocks resident at once (one a multiprocessor, {_sm_count()} here, at most {V8_COUNTERS} tiles)")
+        if splits > 1 and not spread and grid[0] * grid[1] > 2 * V8_COUNTERS:     # v8_plan never splits so many tiles
+            raise ValueError(f"tc_gemm: a chain of k-splits has a flag a tile, at most {2 * V8_COUNTERS} tiles; plan ({bn}, {splits}) makes {grid[0] * grid[1]}: take one split")
         kernel = make_tc_kernel(8, False, None, bool(trans_a), bool(trans_b), bn, bool(spread))
         # the splits of a tile meet through C (chain: a flag a tile) or a workspace (spread: two counters a tile, then the partials)
         flags = v8_workspace() if splits > 1 else None
@@ -815,7 +817,7 @@ TC_V8_ENTRY = V8_ENTRY_HEAD + r"""  float* C = (float*)pc;
 # %% ../nbs/24_tensor_cores.ipynb #e7c1a9d6
 V8_COUNTERS = 1024                # a spread product's tiles at most (each has two counters at the workspace's start)
 
-# A thread's accumulators into X: the loop at the end of TC_V8_ENTRY, as a function (the spread entry stores twice)
+# A thread's accumulators into X: the loop at the end of TC_V8_ENTRY, as a function (the spread entry's whole tile or partial)
 V8_STORE = f"#define MINT_COUNTERS {V8_COUNTERS}\n" + r"""
 #ifdef MINT_V8
 // d into X (leading dimension ld), + bias[c] if add_bias: the thread's rows row and row+8, columns col+8j and col+8j+1
@@ -899,7 +901,7 @@ V8_SPREAD_S = 2e-6                # what each split after the first adds to a sp
 V8_MAX_SPLITS = 8                 # the most k-splits a plan considers
 
 def v8_resident(M: int, N: int, bn: int, splits: int, sms: int | None = None) -> bool:
-    "Every block of the grid runs at once (one a multiprocessor; `sms`: this GPU's), so blocks may wait for each other; and the tiles have their counters."
+    "Every block of the grid runs at once (one a multiprocessor; `sms`: this GPU's), so blocks may wait for each other; and the tiles have their counters. A count: it assumes one product at a time on one stream with the whole GPU (not MPS with a share of it)."
     tiles = cdiv(M, 128) * cdiv(N, bn)
     return tiles * splits <= (sms or _sm_count()) and tiles <= V8_COUNTERS
 

@@ -71,3 +71,13 @@ def test_v8_spread_only_where_the_grid_is_resident():
                 assert TC.cdiv(M, 128) * TC.cdiv(N, bn) * TC.v8_k_split(K, s)[1] <= sms
     chain, spread = TC.tc_source(8, bn=256), TC.tc_source(8, bn=256, spread=True)
     assert spread[0] == chain[0] + "_spread" and "red.release" in spread[1] and "red.release" not in chain[1]
+
+
+def test_v8_workspace_holds_every_resident_spread():
+    # v8_workspace is sized once, sms x one 128 x 256 tile of partials: every grid v8_resident lets spread must fit it
+    for sms in range(16, 149, 4):
+        for bn in TC.V8_STAGES:
+            for S in range(1, TC.V8_MAX_SPLITS + 1):
+                for M in range(1, 1400, 61):
+                    for N in range(1, 1400, 53):
+                        if TC.v8_resident(M, N, bn, S, sms=sms): assert S * M * N <= sms * 128 * 256, (sms, bn, S, M, N)
