@@ -343,7 +343,7 @@ def _forward(self: BatchDecoder, ids, pos, rows, at=None):
         kv = RowsKV(self.K, self.V, self._rp_dev[0, :n], self._rp_dev[1, :n])
     else: kv = RowsKV(self.K, self.V, rows, pos)
     v = self.ws.load(ids[:, None], pos.astype(np.int32)[:, None])
-    out_rows = None if at is None or self.device != "cpu" else np.asarray(at, np.int64)
+    out_rows = at if self.device == "cpu" else None      # forward takes them as host ints
     step = lambda: forward(self.W, self.cfg, v, kv, out_rows=out_rows)
     with contextlib.ExitStack() as stack:
         if n in self._checked: stack.enter_context(unchecked())     # the same buffers as a step checked before
