@@ -33,7 +33,8 @@
 #   J: v8's k-splits summed in order inside the launch (2026-12-07): bench/v8_serial.py (every plan checked bit for bit
 #      against the two launches of before, both timed, cuBLAS bf16 in the same process; and its --spread variant, written
 #      2026-12-07 afternoon and not yet run: each split of a tile summing a slice of its rows), chapter 24's #| gpu cells, then
-#      the d512 and d768 rows with v8 (bench_scale, PyTorch bf16 + compile first) in the time left of J_S (480) s
+#      the d512 and d768 rows with v8 (bench_scale, PyTorch bf16 + compile first) in the time left of J_S (480) s;
+#      since 2026-12-07 evening also bench/v8_lm_head.py (the LM head's products in padded rows) before bench_scale
 #   SC: bench_scale alone (SC_CONFIGS, SC_GEMMS, SC_S), PyTorch bf16 + compile first
 #   B: the training step (medium, large, d512) and decoding against PyTorch (bench/bench_train_step.py,
 #      bench/bench_decode.py), bench/dist_run.py --parts single (NCCL with one rank = the plain GPU path), 04_matmul
@@ -283,6 +284,8 @@ elif [ "$PART" = J ]; then
     echo "24 rc $? at ${SECONDS}s"; grep -v WARNING $L/test_24.log | tail -4 | cut -c1-200
   fi
   cp bench/results/gpu_cells/24_tensor_cores.json bench/results/tensor_cores_v8_h200.json $L/ 2>/dev/null
+  ( time timeout 150 python3 bench/v8_lm_head.py --per-graph 10 ) > $L/v8_lm_head.log 2>&1     # the LM head's products in padded rows
+  echo "v8_lm_head rc $? at ${SECONDS}s"; grep -v WARNING $L/v8_lm_head.log | tail -8 | cut -c1-220; cp "$OUT/v8_lm_head.json" $L/ 2>/dev/null
   tar cf "$OUT/j.tar" -C /tmp jlogs
   left=$(( ${J_S:-480} - SECONDS )); [ $left -gt 90 ] && ( time timeout $left python3 bench/bench_scale.py --configs d512 d768 --mint bf16 \
       --bf16-gemm tc --torch bf16 --peer-first --steps 3 --rounds 2 --budget-s $((left - 20)) --out $L ) > $L/bench_scale.log 2>&1

@@ -20,6 +20,7 @@ from .attention import attention_forward, attention_backward
 from .flash_attention import attention_cached, cache_write, cache_write_rows, attention_rows, flash_attention_forward, flash_attention_backward
 from .flash_tc import flash_tc_forward, flash_tc_backward, rope_bf16
 from .loss import cross_entropy
+from .tensor_cores import padded_rows, padded_width
 from .precision import PRECISIONS, to_bf16, linear_bf16, linear_backward_bf16, rmsnorm_forward_bf16, swiglu_round_forward_bf16, swiglu_forward_from_bf16, swiglu_backward_from_bf16
 
 # %% auto #0
@@ -151,7 +152,7 @@ def workspace_shapes(cfg: ModelConfig, batch_size: int, seq_len: int, training: 
               "qkv_rows": ((N, 3 * d), "f"), "gu_rows": ((N, 2 * F), "f")})   # fused-GEMM outputs / joined gradients
     if g == "h":   # bf16: the weights' copy, hf's copy, dy's (the NumPy path's float32 scratch `n32` is the Workspace's, on the host only)
         s.update({"w16": ((n_params(cfg),), "h"), "hf16": ((N, d), "h")})
-        if training: s["dy16"] = ((N * max(V, 3 * d, 2 * F),), "h")
+        if training: s["dy16"] = ((N * max(padded_width(c) for c in (V, 3 * d, 2 * F)),), "h")   # rows of any gradient, padded_rows
     if training:
         if mode == "keep": s["dlogits"] = ((N, V), "f")         # else the loss kernel writes dlogits over the logits
         s.update({"loss": ((1,), "f"), "ce_scratch": ((N + 1,), "f"),
@@ -436,9 +437,9 @@ def _linear(x, x16, w, w16, b, out, residual=None):
     return linear_bf16(x16 if x is None else to_bf16(x, out=x16), w16, b, out=out, residual=residual)
 
 def _linear_back(v, dy, x, x16, w, w16, dx, dw, db, has_bias):
-    "`linear_backward` in float32; bf16: dy rounded into scratch, the forward's bf16 copies `x16` and `w16`, fp32 dx, dw, db."
+    "`linear_backward` in float32; bf16: dy rounded into scratch (rows 16 bytes apart, `padded_rows`: v8 reads the LM head's 4,130-wide rows too), the forward's bf16 copies `x16` and `w16`, fp32 dx, dw, db."
     if w16 is None: return linear_backward(dy, x, w, dx=dx, dw=dw, db=db, has_bias=has_bias)
-    return linear_backward_bf16(dy, v.dy16[:dy.size].reshape(dy.shape), x16, w16, dx=dx, dw=dw, db=db, has_bias=has_bias)
+    return linear_backward_bf16(dy, padded_rows(v.dy16, *dy.shape), x16, w16, dx=dx, dw=dw, db=db, has_bias=has_bias)
 
 def _norm(x, g, eps, out, out16, rstd):
     "RMSNorm of x into `out`, or with bf16 GEMMs (`out16` given) into its bf16 copy only (`out`: scratch on the host); returns what `_linear` takes as x (None: `out16` holds it)."

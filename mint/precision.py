@@ -16,12 +16,13 @@ from .swiglu import swiglu_forward, swiglu_backward, swiglu_value, swiglu_grads
 
 # %% auto #0
 __all__ = ['QNAN_BF16', 'PRECISIONS', 'round_bits_ref', 'to_bf16_ref', 'from_bf16_ref', 'bf16_round', 'to_bf16_kernel',
-           'to_bf16_pairs_kernel', 'from_bf16_kernel', 'to_bf16', 'from_bf16', 'gemm_bf16', 'linear_bf16',
-           'round_bias_part_kernel', 'to_bf16_and_bias_grad', 'linear_backward_bf16', 'rmsnorm_bf16_kernel',
-           'swiglu_bf16_kernel', 'rmsnorm_forward_bf16', 'swiglu_forward_bf16', 'pair_parts', 'bf16_pair',
-           'swiglu_round_bias_part_kernel', 'swiglu_backward_bf16', 'bf16_widen', 'swiglu_round_bf16_kernel',
-           'swiglu_from_bf16_kernel', 'swiglu_forward_from_bf16', 'swiglu_round_forward_bf16',
-           'swiglu16_round_bias_part_kernel', 'swiglu_backward_from_bf16', 'widen_operands', 'clear_scratch']
+           'to_bf16_pairs_kernel', 'from_bf16_kernel', 'to_bf16_rows_kernel', 'from_bf16_rows_kernel', 'to_bf16',
+           'from_bf16', 'gemm_bf16', 'linear_bf16', 'round_bias_part_kernel', 'to_bf16_and_bias_grad',
+           'linear_backward_bf16', 'rmsnorm_bf16_kernel', 'swiglu_bf16_kernel', 'rmsnorm_forward_bf16',
+           'swiglu_forward_bf16', 'pair_parts', 'bf16_pair', 'swiglu_round_bias_part_kernel', 'swiglu_backward_bf16',
+           'bf16_widen', 'swiglu_round_bf16_kernel', 'swiglu_from_bf16_kernel', 'swiglu_forward_from_bf16',
+           'swiglu_round_forward_bf16', 'swiglu16_round_bias_part_kernel', 'swiglu_backward_from_bf16',
+           'widen_operands', 'clear_scratch']
 
 # %% ../nbs/25_mixed_precision.ipynb #90243930
 QNAN_BF16 = 0x7FC0          # the quiet NaN ml_dtypes writes (sign kept)
@@ -95,6 +96,20 @@ def from_bf16_kernel(b, out):
     for i in range(cuda.grid(1), b.size, cuda.gridsize(1)):
         out[i] = uint32(b[i]) << 16            # widen first: a uint16 shifted by 16 would lose the bits
 
+@cuda.jit(cache=True)
+def to_bf16_rows_kernel(x, out):
+    "`to_bf16_kernel` on matrices whose rows lie apart (a `padded_rows` view, for one): float32 x -> bf16 bits out; blocks stride over the rows, threads along a row (launch `rows_grid(R, C)`)."
+    for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
+        for c in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):
+            out[r, c] = bf16_round(f32_bits(x[r, c]))
+
+@cuda.jit(cache=True)
+def from_bf16_rows_kernel(b, out):
+    "`from_bf16_kernel` on matrices whose rows lie apart: bf16 bits b -> float32 (bits) out (uint32 view); launch `rows_grid(R, C)`."
+    for r in range(cuda.blockIdx.x, b.shape[0], cuda.gridDim.x):
+        for c in range(cuda.threadIdx.x, b.shape[1], cuda.blockDim.x):
+            out[r, c] = uint32(b[r, c]) << 16
+
 # %% ../nbs/25_mixed_precision.ipynb #5476c0a3
 def _contiguous(a) -> bool:
     "Is the device array (or the simulator's) C-contiguous?"
@@ -114,10 +129,13 @@ def _ptr(a) -> int:
 
 # %% ../nbs/25_mixed_precision.ipynb #47a0c862
 def to_bf16(x, out=None):
-    "float32 `x` -> bf16 bits (uint16, same shape), round to nearest even: NumPy (ml_dtypes) or device (one launch); writes `out` when given."
+    "float32 `x` -> bf16 bits (uint16, same shape), round to nearest even: NumPy (ml_dtypes) or device (one launch; matrices may have rows apart, as `padded_rows` makes them); writes `out` when given."
     dev = check_args("to_bf16", x=(x, None, np.float32), out=(out, tuple(x.shape), np.uint16), outs=("out",))
     if not dev: return to_bf16_ref(x, out)
     if out is None: out = cuda.device_array(x.shape, np.uint16)
+    if x.ndim == 2 and not (_contiguous(x) and _contiguous(out)):     # rows apart (padded_rows): row by row
+        if x.size: to_bf16_rows_kernel[rows_grid(*x.shape)](x, out)
+        return out
     u, o = _flat(x, "x", "to_bf16").view(np.uint32), _flat(out, "out", "to_bf16")
     if x.size % 2 == 0 and _ptr(u) % 8 == 0 and _ptr(o) % 4 == 0:      # two at a time: half the loads and stores
         to_bf16_pairs_kernel[grid1d(x.size // 2)](u.view(np.uint64), o.view(np.uint32))
@@ -126,10 +144,13 @@ def to_bf16(x, out=None):
 
 # %% ../nbs/25_mixed_precision.ipynb #68e44425
 def from_bf16(b, out=None):
-    "bf16 bits (uint16) -> float32 (same shape), exact: NumPy or device (one launch); writes `out` when given."
+    "bf16 bits (uint16) -> float32 (same shape), exact: NumPy or device (one launch; matrices may have rows apart); writes `out` when given."
     dev = check_args("from_bf16", b=(b, None, np.uint16), out=(out, tuple(b.shape), np.float32), outs=("out",))
     if not dev: return from_bf16_ref(b, out)
     if out is None: out = cuda.device_array(b.shape, np.float32)
+    if b.ndim == 2 and not (_contiguous(b) and _contiguous(out)):     # rows apart: row by row
+        if b.size: from_bf16_rows_kernel[rows_grid(*b.shape)](b, out.view(np.uint32))
+        return out
     if b.size: from_bf16_kernel[grid1d(b.size)](_flat(b, "b", "from_bf16"), _flat(out, "out", "from_bf16").view(np.uint32))
     return out
 

@@ -13,12 +13,13 @@ from .kernels import launch, check_args, gemm_dims, grid1d, scratch
 
 # %% auto #0
 __all__ = ['MMA_SHAPES', 'TC_COMMON', 'TC_V6', 'TC_V7_LOAD', 'TC_V7_MAIN', 'SHARED_BYTES_MAX', 'V7_TILES', 'TC_V8_LOAD',
-           'TC_V8_MAIN', 'V8_ENTRY_HEAD', 'TC_V8_ENTRY', 'V8_COUNTERS', 'V8_STORE', 'TC_V8_SPREAD', 'V8_STAGES',
+           'TC_V8_MAIN', 'V8_ENTRY_HEAD', 'V8_COUNTERS', 'V8_STORE', 'TC_V8_ENTRY', 'TC_V8_SPREAD', 'V8_STAGES',
            'V8_SPEED', 'V8_TFLOPS', 'V8_LINK_S', 'V8_SPREAD_S', 'V8_MAX_SPLITS', 'frag_maps', 'mma_emulate',
            'warp_gemm_emulate', 'ldmatrix_emulate', 'a_frag_rows', 'b_frag_rows', 'TcConfig', 'tc_source', 'v8_kernel',
-           'make_tc_kernel', 'round_bf16_kernel', 'round_bf16', 'pick_tc_config', 'tc_gemm', 'tc_problem', 'tc_check',
-           'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm', 'v8_shared_bytes', 'v8_resident', 'v8_spread', 'v8_plan',
-           'v8_k_split', 'v8_workspace', 'v8_fits']
+           'make_tc_kernel', 'round_bf16_kernel', 'round_bf16', 'pick_tc_config', 'tc_gemm', 'tc_problem',
+           'to_device_rows', 'tc_check', 'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm', 'v8_shared_bytes',
+           'v8_resident', 'v8_spread', 'v8_plan', 'v8_k_split', 'v8_workspace', 'v8_fits', 'padded_width',
+           'padded_rows']
 
 # %% ../nbs/24_tensor_cores.ipynb #d0020cde
 MMA_SHAPES = {"bf16": (16, 8, 16), "tf32": (16, 8, 8)}   # (m, n, k) of the mma.sync tile
@@ -541,14 +542,21 @@ def tc_problem(M: int, N: int, K: int, trans_a: bool, trans_b: bool, seed: int =
     return a, b, to16(a), to16(b), rng.standard_normal(N, dtype=np.float32)
 
 # %% ../nbs/24_tensor_cores.ipynb #7fbaae6e
+def to_device_rows(x: np.ndarray, pad: bool = False):
+    "`x` [R, C] on the device; `pad`: its rows 16 bytes apart whatever C is (C rounded up to 8 elements, as `padded_rows` lays them out), the gaps filled with NaN bits, so a kernel that read them as data would show."
+    if not pad: return cuda.to_device(x)
+    host = np.full((x.shape[0], cdiv(x.shape[1], 8) * 8), 0x7FC0 if x.dtype == np.uint16 else np.nan, x.dtype)
+    host[:, :x.shape[1]] = x
+    return cuda.to_device(host)[:, :x.shape[1]]
+
 def tc_check(version: int, M: int, N: int, K: int, trans_a: bool, trans_b: bool, tf32: bool = False,
-             config: TcConfig | None = None, rows: int | None = None, seed: int = 0) -> dict:
-    "Run a tensor-core rung on a fresh random problem and compare with float64: dict(err, err_f32) on `rows` sampled rows (all by default)."
+             config: TcConfig | None = None, rows: int | None = None, seed: int = 0, pad: bool = False) -> dict:
+    "Run a tensor-core rung on a fresh random problem and compare with float64: dict(err, err_f32) on `rows` sampled rows (all by default); `pad`: operands in padded rows (`to_device_rows`)."
     a, b, a16, b16, bias = tc_problem(M, N, K, trans_a, trans_b, seed)
     wide = lambda x: x.view(ml_dtypes.bfloat16).astype(np.float64)
     x, y = (a, b) if tf32 else (a16, b16)
     out = cuda.to_device(np.full((M, N), np.nan, np.float32))
-    tc_gemm(cuda.to_device(x), cuda.to_device(y), out, cuda.to_device(bias), trans_a, trans_b, version, config)
+    tc_gemm(to_device_rows(x, pad), to_device_rows(y, pad), out, cuda.to_device(bias), trans_a, trans_b, version, config)
     got = out.copy_to_host()
     idx = np.arange(M) if rows is None else np.random.default_rng(seed + 1).choice(M, min(rows, M), replace=False)
     opa = lambda m: (m.T if trans_a else m)[idx]
@@ -620,11 +628,15 @@ __device__ __forceinline__ u64 sw128_desc(u32 addr, u32 lbo, u32 sbo) {
   return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | ((u64)1 << 62);
 }
 
-__device__ __forceinline__ void cp16(u32 s, const bf16_t* g, bool ok) {   // 16 bytes, or 16 zeros when !ok
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(g), "r"(ok ? 16 : 0));
+// 16 bytes to shared memory: the first `bytes` (0-16) from g, zeros after them (the source-size operand). A row that
+// ends inside a chunk (an extent not a multiple of 8, such as a vocabulary of 4,130) copies what it has and zeros.
+__device__ __forceinline__ void cp16(u32 s, const bf16_t* g, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(g), "r"(bytes));
 }
+__device__ __forceinline__ int chunk_bytes(i64 left) { return left >= 8 ? 16 : left > 0 ? (int)left * 2 : 0; }  // left: elements
 
-// K-major slab: rows r0.. (of R) of a matrix stored [R][K], columns k0..k0+63. FULL: the block's tile lies inside.
+// K-major slab: rows r0.. (of R) of a matrix stored [R][K], columns k0..k0+63. FULL: the block's tile lies inside
+// (else a chunk copies what lies inside R x K, zeros for the rest).
 // Thread tid copies chunk tid % 8 of rows tid / 8, + 32, + 64, ...: the trip count is fixed at compile time, so the
 // loop unrolls into rows / 32 copies whose addresses differ by constants (a loop `for (c = tid; c < rows * 8; c += 256)`
 // does not unroll: its trip count depends on tid).
@@ -635,8 +647,8 @@ __device__ __forceinline__ void load_kmajor(u32 dst, const bf16_t* src, i64 ld, 
   const bf16_t* g = src + (r0 + r) * ld + k0 + ch * 8;
 #pragma unroll
   for (int i = 0; i < rows / 32; i++) {
-    const bool ok = FULL || (r0 + r + 32 * i < R && k0 + ch * 8 < K);
-    cp16(s + i * 32 * 128, ok ? g + (i64)(32 * i) * ld : src, ok);
+    const int n = FULL ? 16 : r0 + r + 32 * i < R ? chunk_bytes(K - k0 - ch * 8) : 0;
+    cp16(s + i * 32 * 128, n ? g + (i64)(32 * i) * ld : src, n);
   }
 }
 
@@ -650,8 +662,8 @@ __device__ __forceinline__ void load_mnmajor(u32 dst, const bf16_t* src, i64 ld,
   const bf16_t* g = src + (k0 + kr) * ld + c0 + cc * 8;
 #pragma unroll
   for (int i = 0; i < cpr / 4; i++) {
-    const bool ok = FULL || (k0 + kr + step * i < K && c0 + cc * 8 < C);
-    cp16(s + i * step * 128, ok ? g + (i64)(step * i) * ld : src, ok);
+    const int n = FULL ? 16 : k0 + kr + step * i < K ? chunk_bytes(C - c0 - cc * 8) : 0;
+    cp16(s + i * step * 128, n ? g + (i64)(step * i) * ld : src, n);
   }
 }
 
@@ -748,7 +760,32 @@ extern "C" __device__ void MINT_NAME(i64 pa, i64 pb, i64 pc, i64 pbias, i64 M, i
 
 
 # %% ../nbs/24_tensor_cores.ipynb #e7c1a9d4
-TC_V8_ENTRY = V8_ENTRY_HEAD + r"""  float* C = (float*)pc;
+V8_COUNTERS = 1024                # a spread product's tiles at most (each has two counters at the workspace's start)
+
+# A thread's accumulators into X: the chain's tile of C, the spread entry's whole tile or partial
+V8_STORE = f"#define MINT_COUNTERS {V8_COUNTERS}\n" + r"""
+#ifdef MINT_V8
+// d into X (leading dimension ld), + bias[c] if add_bias: the thread's rows row and row+8, columns col+8j and col+8j+1
+// of each n8 (8-byte stores where the pair is aligned, nothing outside M x N).
+__device__ __forceinline__ void store_tile(const float* d, float* X, i64 ld, i64 M, i64 N, i64 row, i64 col,
+                                           const float* bias, bool add_bias) {
+#pragma unroll
+  for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const i64 r = row + 8 * h, c = col + 8 * j;
+      if (r >= M) continue;
+      float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
+      if (add_bias) { if (c < N) v0 += bias[c]; if (c + 1 < N) v1 += bias[c + 1]; }
+      if (c + 1 < N && ((ld | c) & 1) == 0) *reinterpret_cast<float2*>(X + r * ld + c) = make_float2(v0, v1);
+      else { if (c < N) X[r * ld + c] = v0; if (c + 1 < N) X[r * ld + c + 1] = v1; }
+    }
+}
+#endif  // MINT_V8
+"""
+
+
+TC_V8_ENTRY = V8_STORE + V8_ENTRY_HEAD + r"""  float* C = (float*)pc;
   const float* bias = (const float*)pbias;
   int* flag = (int*)pflags + pid;
   const int w = (tid & 127) >> 5, l = tid & 31;
@@ -764,7 +801,7 @@ TC_V8_ENTRY = V8_ENTRY_HEAD + r"""  float* C = (float*)pc;
       for (int k = 0; k < BM * (BN / 4) / 256; k++) {
         const int i = tid + 256 * k, rr = i / (BN / 4), cc = (i % (BN / 4)) * 4;
         const bool ok = m0 + rr < M && n0 + cc < N;
-        cp16(base + (rr * (BN + 8) + cc) * 4, (const bf16_t*)(ok ? C + (m0 + rr) * ldc + n0 + cc : C), ok);
+        cp16(base + (rr * (BN + 8) + cc) * 4, (const bf16_t*)(ok ? C + (m0 + rr) * ldc + n0 + cc : C), ok ? 16 : 0);
       }
       asm volatile("cp.async.commit_group;\n" ::);
       asm volatile("cp.async.wait_group 0;\n" ::: "memory");
@@ -792,18 +829,7 @@ TC_V8_ENTRY = V8_ENTRY_HEAD + r"""  float* C = (float*)pc;
         }
     }
   }
-  const bool add_bias = has_bias && z == S - 1;
-#pragma unroll
-  for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const i64 r = row + 8 * h, c = col + 8 * j;
-      if (r >= M) continue;
-      float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
-      if (add_bias) { if (c < N) v0 += bias[c]; if (c + 1 < N) v1 += bias[c + 1]; }
-      if (c + 1 < N && ((ldc | c) & 1) == 0) *reinterpret_cast<float2*>(C + r * ldc + c) = make_float2(v0, v1);
-      else { if (c < N) C[r * ldc + c] = v0; if (c + 1 < N) C[r * ldc + c + 1] = v1; }
-    }
+  store_tile(d, C, ldc, M, N, row, col, bias, has_bias && z == S - 1);   // the bias once: by the last split
   if (S > 1 && z < S - 1) {
     __threadfence();
     __syncthreads();
@@ -815,30 +841,6 @@ TC_V8_ENTRY = V8_ENTRY_HEAD + r"""  float* C = (float*)pc;
 
 
 # %% ../nbs/24_tensor_cores.ipynb #e7c1a9d6
-V8_COUNTERS = 1024                # a spread product's tiles at most (each has two counters at the workspace's start)
-
-# A thread's accumulators into X: the loop at the end of TC_V8_ENTRY, as a function (the spread entry's whole tile or partial)
-V8_STORE = f"#define MINT_COUNTERS {V8_COUNTERS}\n" + r"""
-#ifdef MINT_V8
-// d into X (leading dimension ld), + bias[c] if add_bias: the thread's rows row and row+8, columns col+8j and col+8j+1
-// of each n8 (8-byte stores where the pair is aligned, nothing outside M x N).
-__device__ __forceinline__ void store_tile(const float* d, float* X, i64 ld, i64 M, i64 N, i64 row, i64 col,
-                                           const float* bias, bool add_bias) {
-#pragma unroll
-  for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const i64 r = row + 8 * h, c = col + 8 * j;
-      if (r >= M) continue;
-      float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
-      if (add_bias) { if (c < N) v0 += bias[c]; if (c + 1 < N) v1 += bias[c + 1]; }
-      if (c + 1 < N && ((ld | c) & 1) == 0) *reinterpret_cast<float2*>(X + r * ld + c) = make_float2(v0, v1);
-      else { if (c < N) X[r * ld + c] = v0; if (c + 1 < N) X[r * ld + c + 1] = v1; }
-    }
-}
-#endif  // MINT_V8
-"""
-
 TC_V8_SPREAD = V8_STORE + V8_ENTRY_HEAD + r"""  float* C = (float*)pc;
   const float* bias = (const float*)pbias;
   const int w = (tid & 127) >> 5, l = tid & 31;
@@ -934,10 +936,9 @@ def v8_workspace():
 
 
 # %% ../nbs/24_tensor_cores.ipynb #7bb051d3
-def _aligned16(x, extent: int) -> bool:
-    "Rows of device matrix `x` start on 16 bytes and its contiguous extent is whole 16-byte chunks of bf16."
-    item = np.dtype(x.dtype).itemsize
-    return x.device_ctypes_pointer.value % 16 == 0 and (x.strides[0] // item) % 8 == 0 and extent % 8 == 0
+def _aligned16(x) -> bool:
+    "Every row of device matrix `x` starts on 16 bytes (its first element, and a row stride of whole 16-byte chunks). Its width may be anything: a chunk past the row's end is zero-filled."
+    return x.device_ctypes_pointer.value % 16 == 0 and (x.shape[0] == 1 or x.strides[0] % 16 == 0)
 
 @functools.lru_cache(maxsize=None)
 def _hopper() -> bool:
@@ -945,6 +946,17 @@ def _hopper() -> bool:
     return tuple(cuda.get_current_device().compute_capability) == (9, 0)
 
 def v8_fits(a, b, trans_a: bool, trans_b: bool) -> bool:
-    "True when v8 can run this product: a Hopper GPU (sm_90), bf16 operands, every operand row 16-byte aligned (cp.async chunks)."
+    "True when v8 can run this product: a Hopper GPU (sm_90), bf16 operands, every operand row starting on 16 bytes (cp.async chunks; `padded_rows` makes such rows for any width)."
     if simulator_enabled() or np.dtype(a.dtype) != np.uint16 or not _hopper(): return False
-    return _aligned16(a, a.shape[1]) and _aligned16(b, b.shape[1])
+    return _aligned16(a) and _aligned16(b)
+
+def padded_width(cols: int, multiple: int = 8) -> int:
+    "The row stride `padded_rows` gives rows of `cols` elements: `cols` rounded up to `multiple`."
+    return cdiv(cols, multiple) * multiple
+
+def padded_rows(flat, rows: int, cols: int, multiple: int = 8):
+    "A [rows, cols] view of the 1-D array `flat` whose rows start every `padded_width(cols)` elements (16 bytes of bf16 at 8), so that v8 can read them whatever `cols` is; NumPy or device. The gaps are never read as data."
+    ld = padded_width(cols, multiple)
+    if flat.size < rows * ld: raise ValueError(f"padded_rows: {rows} rows of {cols} (stride {ld}) need {rows * ld} elements, the buffer has {flat.size}")
+    if ld == cols: return flat[:rows * cols].reshape(rows, cols)           # contiguous: what the fast paths check for
+    return flat[:rows * ld].reshape(rows, ld)[:, :cols]

@@ -208,3 +208,22 @@ def test_cpu_engine_keeps_activations_where_they_fit(monkeypatch):
     monkeypatch.setattr(L, "available_memory", lambda: 2 * keep - 1)
     assert CpuEngine(p.copy(), cfg, tc).ws.recompute in ("off", False)
     assert CpuEngine(p.copy(), cfg, TrainConfig(batch_size=2, seq_len=16, recompute="mlp")).ws.recompute == "mlp"
+
+
+def test_bf16_gradient_rows_padded_for_the_tensor_cores():
+    "bf16: a gradient whose rows are not whole 16-byte chunks (a vocabulary of 53, or 4,130) is rounded into rows 16 bytes apart (`padded_rows`: GEMM v8 reads rows that start on 16 bytes); the gradients are the bits of rounding it into contiguous rows, and the gaps are never written."
+    from mint.precision import linear_backward_bf16
+    from mint.tensor_cores import padded_rows, padded_width
+    r = np.random.default_rng(0)
+    dy = r.standard_normal((32, 53), dtype=np.float32)
+    x16, w16 = to_bf16(r.standard_normal((32, 24), dtype=np.float32)), to_bf16(r.standard_normal((53, 24), dtype=np.float32))
+    flat = np.full(32 * padded_width(53), 0xFFFF, np.uint16)
+    dy16 = padded_rows(flat, 32, 53)
+    assert padded_width(53) == 56 and dy16.shape == (32, 53) and dy16.strides == (112, 2) and np.shares_memory(dy16, flat)
+    got = linear_backward_bf16(dy, dy16, x16, w16, has_bias=True)
+    ref = linear_backward_bf16(dy, np.empty((32, 53), np.uint16), x16, w16, has_bias=True)
+    assert all(np.array_equal(g, e) for g, e in zip(got, ref))
+    assert (flat.reshape(32, 56)[:, 53:] == 0xFFFF).all()
+    assert padded_rows(flat, 4, 56).flags.c_contiguous                      # whole chunks: contiguous, as before
+    with pytest.raises(ValueError, match="padded_rows: 33 rows of 53"):
+        padded_rows(flat, 33, 53)
