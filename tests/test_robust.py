@@ -557,3 +557,17 @@ def test_second_ctrl_c_during_the_stops_save_says_what_was_not_saved(tmp_path, i
     assert f"continue with: mint train --resume {out}" in last
     summary = json.loads((out / "summary.json").read_text())
     assert summary["exit_code"] == 130 and json.loads((out / "history.json").read_text())["step"][-1] == 5
+
+
+@POSIX
+@pytest.mark.parametrize("sig,reason", [(signal.SIGTERM, "terminated"), (signal.SIGINT, "interrupted")])
+def test_second_signal_ends_a_process_that_started_ignoring_it(sig, reason):
+    "`stop_on_signals` in a process that started with the signal ignored (a script's background job): the first asks for a stop, the second ends the process (SIGTERM: its default action, as an unhandled SIGTERM would; SIGINT: KeyboardInterrupt), where it used to fall back to the ignoring and the process ran on."
+    code = (f"import signal\nfrom mint.controls import stop_on_signals, TrainControl\nsignal.signal({int(sig)}, signal.SIG_IGN)\n"
+            "c = TrainControl()\nwith stop_on_signals(c):\n"
+            f"    signal.raise_signal({int(sig)})\n    print(c.stop_reason, flush=True)\n"
+            f"    signal.raise_signal({int(sig)})\n    print('ran on', flush=True)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout.split() == [reason], (r.stdout, r.stderr)
+    if sig == signal.SIGTERM: assert r.returncode == -signal.SIGTERM, r.returncode
+    else: assert r.returncode == -signal.SIGINT and "KeyboardInterrupt" in r.stderr, (r.returncode, r.stderr)   # Python dies by SIGINT
