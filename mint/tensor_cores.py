@@ -543,9 +543,9 @@ def tc_problem(M: int, N: int, K: int, trans_a: bool, trans_b: bool, seed: int =
 
 # %% ../nbs/24_tensor_cores.ipynb #7fbaae6e
 def to_device_rows(x: np.ndarray, pad: bool = False):
-    "`x` [R, C] on the device; `pad`: its rows 16 bytes apart whatever C is (C rounded up to 8 elements, as `padded_rows` lays them out), the gaps filled with NaN bits, so a kernel that read them as data would show."
+    "`x` [R, C] on the device; `pad`: its rows 16 bytes apart whatever C is (`padded_width(C)` elements, as `padded_rows` lays them out), the gaps filled with NaN bits, so a kernel that read them as data would show."
     if not pad: return cuda.to_device(x)
-    host = np.full((x.shape[0], cdiv(x.shape[1], 8) * 8), 0x7FC0 if x.dtype == np.uint16 else np.nan, x.dtype)
+    host = np.full((x.shape[0], padded_width(x.shape[1])), 0x7FC0 if x.dtype == np.uint16 else np.nan, x.dtype)
     host[:, :x.shape[1]] = x
     return cuda.to_device(host)[:, :x.shape[1]]
 
