@@ -208,17 +208,27 @@ def round_bias_part_kernel(dy, part, dy16x2):
         part[cuda.blockIdx.y, 2 * c + 1] = total1
 
 # %% ../nbs/25_mixed_precision.ipynb #efe0ee5c
+def _pairs(a):
+    "uint16 device matrix `a` [N, O] as uint32 pairs [N, O/2] (element 2c in the low half) in the same memory, its rows as far apart as a's (a `padded_rows` view too); None where that cannot be: O odd, or a row not starting on 4 bytes."
+    N, O = a.shape
+    if O % 2 or (N > 1 and a.strides[0] % 4) or (O > 1 and a.strides[1] != 2) or _ptr(a) % 4: return None
+    if _contiguous(a): return a.reshape(N * O).view(np.uint32).reshape(N, O // 2)
+    if simulator_enabled(): return type(a)(a._ary.view(np.uint32))      # NumPy views rows that lie apart as pairs
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray            # numba's .view wants a contiguous array
+    return DeviceNDArray((N, O // 2), (a.strides[0], 4), np.uint32, gpu_data=a.gpu_data)
+
 def to_bf16_and_bias_grad(dy, dy16, db=None):
-    "(dy16 = to_bf16(dy), db = bias_grad(dy)) for float32 dy [N,O]: on the device one read of dy (`round_bias_part_kernel`, then the parts' sum), the same bits as the two calls; NumPy (or N <= 1024, where bias_grad makes one part, or an odd O): the two calls."
+    "(dy16 = to_bf16(dy), db = bias_grad(dy)) for float32 dy [N,O]: on the device one read of dy (`round_bias_part_kernel`, then the parts' sum), the same bits as the two calls; NumPy (or N <= 1024, where bias_grad makes one part, or an odd O): the two calls. dy16's rows may lie apart (`padded_rows`)."
     dev = check_args("to_bf16_and_bias_grad", outs=("dy16", "db"), dy=(dy, ("N", "O"), np.float32),
                      dy16=(dy16, ("N", "O"), np.uint16), db=(db, ("O",), np.float32) if db is not None else None)
     N, O = dy.shape
     P = bias_grad_parts(N)                           # bias_grad's row parts: the same sums
-    if not dev or P <= 1 or O % 2 or not _contiguous(dy16) or _ptr(dy16) % 4:   # the pairs need whole uint32s
+    pairs = _pairs(dy16) if dev else None
+    if not dev or P <= 1 or pairs is None:           # the pairs need whole uint32s
         return to_bf16(dy, out=dy16), bias_grad(dy, out=db)
     if db is None: db = cuda.device_array(O, np.float32)
     part = _bias_parts(P, O)
-    round_bias_part_kernel[column_block(O // 2, cdiv(N, P), parts=P)](dy, part, dy16.reshape(N * O).view(np.uint32).reshape(N, O // 2))
+    round_bias_part_kernel[column_block(O // 2, cdiv(N, P), parts=P)](dy, part, pairs)
     bias_grad_kernel[column_block(O, P)](part, db)
     return dy16, db
 

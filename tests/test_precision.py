@@ -227,3 +227,20 @@ def test_bf16_gradient_rows_padded_for_the_tensor_cores():
     assert padded_rows(flat, 4, 56).flags.c_contiguous                      # whole chunks: contiguous, as before
     with pytest.raises(ValueError, match="padded_rows: 33 rows of 53"):
         padded_rows(flat, 33, 53)
+
+
+def test_fused_round_and_bias_grad_into_padded_rows():
+    "Device arrays (the simulator without a GPU): the one-read rounding + bias gradient writes a gradient's bf16 rows 16 bytes apart (`padded_rows`, the LM head's layout) with the bits and bias gradient of contiguous rows, and leaves the gaps alone."
+    from numba import cuda
+    from mint.precision import to_bf16_and_bias_grad, _pairs
+    from mint.tensor_cores import padded_rows, padded_width
+    N, O = 1030, 6                                          # more than 1,024 rows: bias_grad sums in two parts, the fused kernel's case
+    dy = cuda.to_device(np.random.default_rng(0).standard_normal((N, O), dtype=np.float32))
+    ref16, refdb = to_bf16_and_bias_grad(dy, cuda.to_device(np.zeros((N, O), np.uint16)))
+    flat = cuda.to_device(np.full(N * padded_width(O), 0xFFFF, np.uint16))
+    dy16 = padded_rows(flat, N, O)
+    assert _pairs(dy16) is not None and _pairs(dy16).shape == (N, O // 2)
+    got16, gotdb = to_bf16_and_bias_grad(dy, dy16)
+    assert np.array_equal(got16.copy_to_host(), ref16.copy_to_host()) and np.array_equal(gotdb.copy_to_host(), refdb.copy_to_host())
+    assert (flat.copy_to_host().reshape(N, padded_width(O))[:, O:] == 0xFFFF).all()
+    assert _pairs(padded_rows(flat, 7, 5)) is None                          # an odd width: no whole pairs
