@@ -1,6 +1,6 @@
 """The LM head's three products on the tensor cores, with their operands in rows padded to 16 bytes as training lays
-them out (`mint.tensor_cores.padded_rows`: the vocabulary's 4,130 bf16 columns are 8,260 bytes, so every other row
-of a contiguous [tokens, vocab] gradient starts off 16 bytes, and GEMM v8 could not read it; since 2026-12-07 its
+them out (`mint.tensor_cores.padded_rows`: the vocabulary's 4,130 bf16 columns are 8,260 bytes, so three rows in
+four of a contiguous [tokens, vocab] gradient start off 16 bytes, and GEMM v8 could not read it; since 2026-12-07 its
 loaders zero-fill a chunk past a row's end and training pads the rows). For the d512 and d768 models: the forward
 x·Wᵀ, dx = dy·W and dW = dyᵀ·x, each checked against float64 on sampled rows, then timed as CUDA graphs of
 `--per-graph` copies: cuBLAS bf16, v7, and v8 at `v8_plan`'s plan and every (block width, splits ≤ 4) plan.
