@@ -823,7 +823,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
             'mint.precision': { 'mint.precision._bf16_dims': ('mixed_precision.html#_bf16_dims', 'mint/precision.py'),
                                 'mint.precision._contiguous': ('mixed_precision.html#_contiguous', 'mint/precision.py'),
                                 'mint.precision._flat': ('mixed_precision.html#_flat', 'mint/precision.py'),
-                                'mint.precision._pairs': ('mixed_precision.html#_pairs', 'mint/precision.py'),
                                 'mint.precision._ptr': ('mixed_precision.html#_ptr', 'mint/precision.py'),
                                 'mint.precision.bf16_pair': ('mixed_precision.html#bf16_pair', 'mint/precision.py'),
                                 'mint.precision.bf16_round': ('mixed_precision.html#bf16_round', 'mint/precision.py'),

@@ -439,7 +439,9 @@ def _linear(x, x16, w, w16, b, out, residual=None):
 def _linear_back(v, dy, x, x16, w, w16, dx, dw, db, has_bias):
     "`linear_backward` in float32; bf16: dy rounded into scratch (rows 16 bytes apart, `padded_rows`: v8 reads the LM head's 4,130-wide rows too), the forward's bf16 copies `x16` and `w16`, fp32 dx, dw, db."
     if w16 is None: return linear_backward(dy, x, w, dx=dx, dw=dw, db=db, has_bias=has_bias)
-    return linear_backward_bf16(dy, padded_rows(v.dy16, *dy.shape), x16, w16, dx=dx, dw=dw, db=db, has_bias=has_bias)
+    N, O = dy.shape
+    pairs = padded_rows(v.dy16.view(np.uint32), N, O // 2, 4) if has_bias and O % 2 == 0 else None   # the same rows, two a uint32
+    return linear_backward_bf16(dy, padded_rows(v.dy16, N, O), x16, w16, dx=dx, dw=dw, db=db, has_bias=has_bias, pairs=pairs)
 
 def _norm(x, g, eps, out, out16, rstd):
     "RMSNorm of x into `out`, or with bf16 GEMMs (`out16` given) into its bf16 copy only (`out`: scratch on the host); returns what `_linear` takes as x (None: `out16` holds it)."

@@ -208,22 +208,14 @@ def round_bias_part_kernel(dy, part, dy16x2):
         part[cuda.blockIdx.y, 2 * c + 1] = total1
 
 # %% ../nbs/25_mixed_precision.ipynb #efe0ee5c
-def _pairs(a):
-    "uint16 device matrix `a` [N, O] as uint32 pairs [N, O/2] (element 2c in the low half) in the same memory, its rows as far apart as a's (a `padded_rows` view too); None where that cannot be: O odd, or a row not starting on 4 bytes."
-    N, O = a.shape
-    if O % 2 or (N > 1 and a.strides[0] % 4) or (O > 1 and a.strides[1] != 2) or _ptr(a) % 4: return None
-    if _contiguous(a): return a.reshape(N * O).view(np.uint32).reshape(N, O // 2)
-    if simulator_enabled(): return type(a)(a._ary.view(np.uint32))      # NumPy views rows that lie apart as pairs
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray            # numba's .view wants a contiguous array
-    return DeviceNDArray((N, O // 2), (a.strides[0], 4), np.uint32, gpu_data=a.gpu_data)
-
-def to_bf16_and_bias_grad(dy, dy16, db=None):
-    "(dy16 = to_bf16(dy), db = bias_grad(dy)) for float32 dy [N,O]: on the device one read of dy (`round_bias_part_kernel`, then the parts' sum), the same bits as the two calls; NumPy (or N <= 1024, where bias_grad makes one part, or an odd O): the two calls. dy16's rows may lie apart (`padded_rows`)."
+def to_bf16_and_bias_grad(dy, dy16, db=None, pairs=None):
+    "(dy16 = to_bf16(dy), db = bias_grad(dy)) for float32 dy [N,O]: on the device one read of dy (`round_bias_part_kernel`, then the parts' sum), the same bits as the two calls; NumPy (or N <= 1024, where bias_grad makes one part, or an odd O): the two calls. Where dy16's rows lie apart (`padded_rows`), `pairs` is the same memory as uint32 pairs [N, O/2] with the same row stride (`padded_rows` of the buffer's uint32 view); without it such rows take the two calls."
     dev = check_args("to_bf16_and_bias_grad", outs=("dy16", "db"), dy=(dy, ("N", "O"), np.float32),
                      dy16=(dy16, ("N", "O"), np.uint16), db=(db, ("O",), np.float32) if db is not None else None)
     N, O = dy.shape
     P = bias_grad_parts(N)                           # bias_grad's row parts: the same sums
-    pairs = _pairs(dy16) if dev else None
+    if dev and pairs is None and O % 2 == 0 and _contiguous(dy16) and _ptr(dy16) % 4 == 0:
+        pairs = dy16.reshape(N * O).view(np.uint32).reshape(N, O // 2)
     if not dev or P <= 1 or pairs is None:           # the pairs need whole uint32s
         return to_bf16(dy, out=dy16), bias_grad(dy, out=db)
     if db is None: db = cuda.device_array(O, np.float32)
@@ -233,10 +225,10 @@ def to_bf16_and_bias_grad(dy, dy16, db=None):
     return dy16, db
 
 # %% ../nbs/25_mixed_precision.ipynb #6ad2404f
-def linear_backward_bf16(dy, dy16, x16, w16, dx=None, dw=None, db=None, has_bias: bool = True) -> tuple:
-    "(dx = dy·w, dw = dyᵀ·x, db = Σ_rows dy or None): float32 `dy` rounded into `dy16`, bf16 `x16`, `w16`; dx, dw, db float32 (db summed from the fp32 dy, in the kernel that rounds it). `dy` None: `dy16` already holds the rounded gradient (and `db`, if any, its sum: made where it was rounded)."
+def linear_backward_bf16(dy, dy16, x16, w16, dx=None, dw=None, db=None, has_bias: bool = True, pairs=None) -> tuple:
+    "(dx = dy·w, dw = dyᵀ·x, db = Σ_rows dy or None): float32 `dy` rounded into `dy16`, bf16 `x16`, `w16`; dx, dw, db float32 (db summed from the fp32 dy, in the kernel that rounds it). `dy` None: `dy16` already holds the rounded gradient (and `db`, if any, its sum: made where it was rounded). `pairs`: see `to_bf16_and_bias_grad`."
     if dy is None: pass
-    elif has_bias: dy16, db = to_bf16_and_bias_grad(dy, dy16, db)       # one read of dy for both
+    elif has_bias: dy16, db = to_bf16_and_bias_grad(dy, dy16, db, pairs)   # one read of dy for both
     else: dy16, db = to_bf16(dy, out=dy16), None
     dx = gemm_bf16(dy16, w16, dx)
     dw = gemm_bf16(dy16, x16, dw, trans_a=True)

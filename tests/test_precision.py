@@ -229,18 +229,20 @@ def test_bf16_gradient_rows_padded_for_the_tensor_cores():
         padded_rows(flat, 33, 53)
 
 
-def test_fused_round_and_bias_grad_into_padded_rows():
-    "Device arrays (the simulator without a GPU): the one-read rounding + bias gradient writes a gradient's bf16 rows 16 bytes apart (`padded_rows`, the LM head's layout) with the bits and bias gradient of contiguous rows, and leaves the gaps alone."
+def test_fused_round_and_bias_grad_into_padded_rows(monkeypatch):
+    "Device arrays (the simulator without a GPU): the one-read rounding + bias gradient writes a gradient's bf16 rows 16 bytes apart (`padded_rows`, the LM head's layout, as `_linear_back` makes them, pairs through the buffer's uint32 view) with the bits and bias gradient of contiguous rows, and leaves the gaps alone; without the pairs view such rows take the two calls, with the same bits."
     from numba import cuda
-    from mint.precision import to_bf16_and_bias_grad, _pairs
+    import mint.precision as P
+    from mint.precision import to_bf16_and_bias_grad
     from mint.tensor_cores import padded_rows, padded_width
     N, O = 1030, 6                                          # more than 1,024 rows: bias_grad sums in two parts, the fused kernel's case
     dy = cuda.to_device(np.random.default_rng(0).standard_normal((N, O), dtype=np.float32))
     ref16, refdb = to_bf16_and_bias_grad(dy, cuda.to_device(np.zeros((N, O), np.uint16)))
-    flat = cuda.to_device(np.full(N * padded_width(O), 0xFFFF, np.uint16))
-    dy16 = padded_rows(flat, N, O)
-    assert _pairs(dy16) is not None and _pairs(dy16).shape == (N, O // 2)
-    got16, gotdb = to_bf16_and_bias_grad(dy, dy16)
-    assert np.array_equal(got16.copy_to_host(), ref16.copy_to_host()) and np.array_equal(gotdb.copy_to_host(), refdb.copy_to_host())
-    assert (flat.copy_to_host().reshape(N, padded_width(O))[:, O:] == 0xFFFF).all()
-    assert _pairs(padded_rows(flat, 7, 5)) is None                          # an odd width: no whole pairs
+    two_calls = P.to_bf16
+    for fused in (True, False):
+        monkeypatch.setattr(P, "to_bf16", (lambda *a, **k: pytest.fail("took the two calls")) if fused else two_calls)
+        flat = cuda.to_device(np.full(N * padded_width(O), 0xFFFF, np.uint16))
+        pairs = padded_rows(flat.view(np.uint32), N, O // 2, 4) if fused else None
+        got16, gotdb = to_bf16_and_bias_grad(dy, padded_rows(flat, N, O), pairs=pairs)
+        assert np.array_equal(got16.copy_to_host(), ref16.copy_to_host()) and np.array_equal(gotdb.copy_to_host(), refdb.copy_to_host())
+        assert (flat.copy_to_host().reshape(N, padded_width(O))[:, O:] == 0xFFFF).all()
