@@ -31,8 +31,8 @@
 #      profile, bench_scale
 #   K: v8 split-K up to 8 splits (ten copies a graph), the GPU server with 8 requests a client, the d1024 row (2026-12-06 night)
 #   J: v8's k-splits summed in order inside the launch (2026-12-07): bench/v8_serial.py (every plan checked bit for bit
-#      against the two launches of before, both timed, cuBLAS bf16 in the same process; and its --spread variant, written
-#      2026-12-07 afternoon and not yet run: each split of a tile summing a slice of its rows), chapter 24's #| gpu cells, then
+#      against the two launches of before, both timed, cuBLAS bf16 in the same process; and the spread sum: each split of
+#      a tile summing a slice of its rows), chapter 24's #| gpu cells, then
 #      the d512 and d768 rows with v8 (bench_scale, PyTorch bf16 + compile first) in the time left of J_S (480) s;
 #      since 2026-12-07 evening also bench/v8_lm_head.py (the LM head's products in padded rows) before bench_scale
 #   SC: bench_scale alone (SC_CONFIGS, SC_GEMMS, SC_S), PyTorch bf16 + compile first
