@@ -15,7 +15,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np                                                      # noqa: E402
 if not hasattr(np, "row_stack"): np.row_stack = np.vstack              # numba-cuda 0.30.4 calls it; numpy >= 2.5 dropped it
-import ml_dtypes                                                        # noqa: E402
 from mint import tensor_cores as TC                                     # noqa: E402  (before numba: it checks for a GPU)
 from numba import cuda                                                  # noqa: E402
 from mint.core import rel_error                                         # noqa: E402
@@ -40,8 +39,7 @@ def main():
         c = cuda.device_array((M, N), np.float32)
         assert TC.v8_fits(da, db, ta, tb), (label, "v8 should take padded rows")
         idx = np.random.default_rng(0).choice(M, 64, replace=False)
-        ref = ((a16.T if ta else a16)[idx].view(ml_dtypes.bfloat16).astype(np.float64)
-               @ (b16.T if tb else b16).view(ml_dtypes.bfloat16).astype(np.float64))
+        ref = TC.tc_reference(a16, b16, ta, tb, idx)
         flop, row = 2.0 * M * N * K, dict(shape=label, M=M, N=N, K=K, trans_a=ta, trans_b=tb, plan=list(TC.v8_plan(M, N, K)))
         runs = {"cublas-bf16": lambda: cublas_gemm(da, db, c, None, ta, tb, mode="bf16"), "v7": lambda: TC.tc_gemm(da, db, c, None, ta, tb, 7),
                 "v8": lambda: TC.tc_gemm(da, db, c, None, ta, tb, 8)}

@@ -16,7 +16,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np                                                      # noqa: E402
 if not hasattr(np, "row_stack"): np.row_stack = np.vstack              # numba-cuda 0.30.4 calls it; numpy >= 2.5 dropped it
-import ml_dtypes                                                        # noqa: E402
 from numba import cuda                                                  # noqa: E402
 from mint import tensor_cores as TC                                     # noqa: E402
 from mint.core import cdiv                                              # noqa: E402
@@ -64,9 +63,7 @@ def check(gemm, M, N, K, ta, tb, seed):
     out = cuda.to_device(np.full((M, N), np.nan, np.float32))
     gemm(cuda.to_device(a16), cuda.to_device(b16), out, cuda.to_device(bias), ta, tb)
     got = out.copy_to_host()
-    wide = lambda x: x.view(ml_dtypes.bfloat16).astype(np.float64)
-    A, B = wide(a16), wide(b16)
-    exact = (A.T if ta else A) @ (B.T if tb else B) + bias
+    exact = TC.tc_reference(a16, b16, ta, tb) + bias
     gemm(cuda.to_device(a16), cuda.to_device(b16), out, cuda.to_device(bias), ta, tb)     # again: the same bits
     return dict(err=float(np.linalg.norm(np.nan_to_num(got, nan=1e30) - exact) / np.linalg.norm(exact)), nan=int(np.isnan(got).sum()),
                 repeat_same=bool(np.array_equal(got, out.copy_to_host())))

@@ -1127,6 +1127,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'mint.tensor_cores.tc_check': ('tensor_cores.html#tc_check', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.tc_gemm': ('tensor_cores.html#tc_gemm', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.tc_problem': ('tensor_cores.html#tc_problem', 'mint/tensor_cores.py'),
+                                   'mint.tensor_cores.tc_reference': ('tensor_cores.html#tc_reference', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.tc_source': ('tensor_cores.html#tc_source', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.to_device_rows': ('tensor_cores.html#to_device_rows', 'mint/tensor_cores.py'),
                                    'mint.tensor_cores.v8_fits': ('tensor_cores.html#v8_fits', 'mint/tensor_cores.py'),

@@ -17,9 +17,9 @@ __all__ = ['MMA_SHAPES', 'TC_COMMON', 'TC_V6', 'TC_V7_LOAD', 'TC_V7_MAIN', 'SHAR
            'V8_SPEED', 'V8_TFLOPS', 'V8_LINK_S', 'V8_SPREAD_S', 'V8_MAX_SPLITS', 'frag_maps', 'mma_emulate',
            'warp_gemm_emulate', 'ldmatrix_emulate', 'a_frag_rows', 'b_frag_rows', 'TcConfig', 'tc_source', 'v8_kernel',
            'make_tc_kernel', 'round_bf16_kernel', 'round_bf16', 'pick_tc_config', 'tc_gemm', 'tc_problem',
-           'to_device_rows', 'tc_check', 'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm', 'v8_shared_bytes',
-           'v8_resident', 'v8_spread', 'v8_plan', 'v8_k_split', 'v8_workspace', 'v8_fits', 'padded_width',
-           'padded_rows']
+           'to_device_rows', 'tc_reference', 'tc_check', 'sw128', 'v8_place', 'wgmma_read', 'wgmma_asm',
+           'v8_shared_bytes', 'v8_resident', 'v8_spread', 'v8_plan', 'v8_k_split', 'v8_workspace', 'v8_fits',
+           'padded_width', 'padded_rows']
 
 # %% ../nbs/24_tensor_cores.ipynb #d0020cde
 MMA_SHAPES = {"bf16": (16, 8, 16), "tf32": (16, 8, 8)}   # (m, n, k) of the mma.sync tile
@@ -549,11 +549,15 @@ def to_device_rows(x: np.ndarray, pad: bool = False):
     host[:, :x.shape[1]] = x
     return cuda.to_device(host)[:, :x.shape[1]]
 
+def tc_reference(a16: np.ndarray, b16: np.ndarray, trans_a: bool, trans_b: bool, rows=slice(None)) -> np.ndarray:
+    "float64 rows `rows` of op(a16)·op(b16) for bf16 bits (uint16), stored per the flags: the exact product a rung's output is checked against."
+    wide = lambda x: x.view(ml_dtypes.bfloat16).astype(np.float64)
+    return wide((a16.T if trans_a else a16)[rows]) @ wide(b16.T if trans_b else b16)
+
 def tc_check(version: int, M: int, N: int, K: int, trans_a: bool, trans_b: bool, tf32: bool = False,
              config: TcConfig | None = None, rows: int | None = None, seed: int = 0, pad: bool = False) -> dict:
     "Run a tensor-core rung on a fresh random problem and compare with float64: dict(err, err_f32) on `rows` sampled rows (all by default); `pad`: operands in padded rows (`to_device_rows`)."
     a, b, a16, b16, bias = tc_problem(M, N, K, trans_a, trans_b, seed)
-    wide = lambda x: x.view(ml_dtypes.bfloat16).astype(np.float64)
     x, y = (a, b) if tf32 else (a16, b16)
     out = cuda.to_device(np.full((M, N), np.nan, np.float32))
     tc_gemm(to_device_rows(x, pad), to_device_rows(y, pad), out, cuda.to_device(bias), trans_a, trans_b, version, config)
@@ -561,8 +565,8 @@ def tc_check(version: int, M: int, N: int, K: int, trans_a: bool, trans_b: bool,
     idx = np.arange(M) if rows is None else np.random.default_rng(seed + 1).choice(M, min(rows, M), replace=False)
     opa = lambda m: (m.T if trans_a else m)[idx]
     opb = lambda m: m.T if trans_b else m
-    exact = (opa(a.astype(np.float64)) if tf32 else opa(wide(a16))) @ (opb(b.astype(np.float64)) if tf32 else opb(wide(b16))) + bias
     full = opa(a.astype(np.float64)) @ opb(b.astype(np.float64)) + bias
+    exact = full if tf32 else tc_reference(a16, b16, trans_a, trans_b, idx) + bias
     return dict(err=rel_error(got[idx], exact), err_f32=rel_error(got[idx], full), nan=int(np.isnan(got).sum()))
 
 # %% ../nbs/24_tensor_cores.ipynb #bd7d1a8e

@@ -81,3 +81,14 @@ def test_v8_workspace_holds_every_resident_spread():
                 for M in range(1, 1400, 61):
                     for N in range(1, 1400, 53):
                         if TC.v8_resident(M, N, bn, S, sms=sms): assert S * M * N <= sms * 128 * 256, (sms, bn, S, M, N)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
+def test_tc_reference_is_the_float64_product_of_the_bf16_operands(ta, tb):
+    import ml_dtypes
+    a, b, a16, b16, _ = TC.tc_problem(37, 29, 41, ta, tb, seed=3)
+    A, B = (x.astype(ml_dtypes.bfloat16).astype(np.float64) for x in (a, b))     # the bf16 rounding of each operand
+    exact = (A.T if ta else A) @ (B.T if tb else B)
+    rows = np.array([0, 5, 36])
+    assert np.allclose(TC.tc_reference(a16, b16, ta, tb), exact, rtol=0, atol=1e-12)
+    assert np.allclose(TC.tc_reference(a16, b16, ta, tb, rows), exact[rows], rtol=0, atol=1e-12)
